@@ -1,0 +1,464 @@
+// loomctl: command-line client for loomd's loom.v1 gRPC API.
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "api/loomctl/table.h"
+#include "common/flags.h"
+#include "loom/v1/fabric_service.grpc.pb.h"
+#include "loom/v1/scheduler_service.grpc.pb.h"
+
+namespace {
+
+namespace v1 = loom::v1;
+using google::protobuf::util::TimeUtil;
+using loom::loomctl::Table;
+
+constexpr char kUsage[] = R"(usage: loomctl [--server HOST:PORT] [--json] [--timeout SECONDS] COMMAND
+
+Talks to loomd's gRPC API (default server: $LOOM_SERVER or 127.0.0.1:50061).
+
+Commands:
+  topology show                       devices and link counts of the loaded topology
+  links list [--device D] [--drained] links with admin/oper state
+  links get LINK_ID                   one link
+  links drain LINK_ID --reason TEXT   take a link out of service
+  links undrain LINK_ID               return a drained link to service
+  jobs list [--tenant T]              registered jobs
+  jobs get JOB_ID                     one job, with its assignment
+  jobs register FILE                  register a job from a JSON file (loom.v1.Job)
+  jobs update FILE                    replace a job's spec from a JSON file
+  jobs release JOB_ID                 release a job
+  watch jobs [--from REV] [--tenant T]     stream job changes
+  watch events [--from REV] [--subject S]  stream the event log
+  events [--from REV] [--subject S]   print the event log (from REV, default 1) and exit
+
+Flags:
+  --server HOST:PORT   loomd address
+  --json               print protobuf JSON instead of tables
+  --timeout SECONDS    per-call deadline (default 10; watch streams have none)
+  --request-id ID      idempotency key for register/update/release/drain/undrain
+
+Exit status: 0 success, 1 the server refused the request, 2 usage error,
+3 loomd unreachable.
+)";
+
+struct Ctx {
+  std::string server;
+  bool json = false;
+  int timeout_s = 10;
+  std::string request_id;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::FabricService::Stub> fabric;
+  std::unique_ptr<v1::SchedulerService::Stub> scheduler;
+};
+
+std::string ToJson(const google::protobuf::Message& m, bool pretty = true) {
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = pretty;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  if (!pretty) {
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+  }
+  return out;
+}
+
+void SetDeadline(grpc::ClientContext* c, const Ctx& ctx) {
+  c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(ctx.timeout_s));
+}
+
+int Report(const grpc::Status& s, const Ctx& ctx) {
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    std::cerr << "loomctl: cannot reach loomd at " << ctx.server << ": " << s.error_message()
+              << "\n         is loomd running? (set --server or LOOM_SERVER)\n";
+    return 3;
+  }
+  static const char* const kCodes[] = {
+      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  int code = s.error_code();
+  std::cerr << "loomctl: " << (code >= 0 && code <= 16 ? kCodes[code] : "ERROR") << ": "
+            << s.error_message() << "\n";
+  return 1;
+}
+
+std::string Ts(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0 && t.nanos() == 0) return "-";
+  std::string s = TimeUtil::ToString(t);
+  // Trim sub-second digits for tables.
+  auto dot = s.find('.');
+  if (dot != std::string::npos) s = s.substr(0, dot) + "Z";
+  return s;
+}
+
+std::string Gbps(int64_t bps) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%gG", static_cast<double>(bps) / 1e9);
+  return buf;
+}
+
+std::string Short(const std::string& enum_name, const std::string& prefix) {
+  std::string s = enum_name.rfind(prefix, 0) == 0 ? enum_name.substr(prefix.size()) : enum_name;
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool ReadJobFile(const std::string& path, v1::Job* job) {
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "loomctl: " << path << ": cannot open\n";
+    return false;
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  auto st = google::protobuf::util::JsonStringToMessage(buf.str(), job);
+  if (!st.ok()) {
+    std::cerr << "loomctl: " << path << ": not a loom.v1.Job JSON document: " << st.message()
+              << "\n";
+    return false;
+  }
+  return true;
+}
+
+void PrintLinks(const google::protobuf::RepeatedPtrField<v1::LinkStatus>& links, const Ctx&) {
+  Table t({"LINK", "A", "B", "CAPACITY", "ADMIN", "OPER", "DRAIN REASON"});
+  for (const auto& l : links) {
+    t.Add({l.link().id(), l.link().a().device() + ":" + l.link().a().interface(),
+           l.link().b().device() + ":" + l.link().b().interface(), Gbps(l.link().capacity_bps()),
+           Short(v1::LinkAdminState_Name(l.admin_state()), "LINK_ADMIN_STATE_"),
+           Short(v1::LinkOperState_Name(l.oper_state()), "LINK_OPER_STATE_"), l.drain_reason()});
+  }
+  t.Print(std::cout);
+}
+
+void PrintJobs(const google::protobuf::RepeatedPtrField<v1::Job>& jobs) {
+  Table t({"JOB", "TENANT", "ENDPOINTS", "TC", "STATE", "COLOR", "BACKUP", "REVISION", "UPDATED"});
+  for (const auto& j : jobs) {
+    const auto& a = j.status().assignment();
+    bool assigned = j.status().has_assignment();
+    t.Add({j.job_id(), j.tenant(), std::to_string(j.endpoints_size()),
+           std::to_string(j.traffic_class()), Short(v1::JobState_Name(j.status().state()), "JOB_STATE_"),
+           assigned ? std::to_string(a.primary_color()) : "-",
+           assigned ? std::to_string(a.backup_color()) : "-",
+           std::to_string(j.status().revision()), Ts(j.status().update_time())});
+  }
+  t.Print(std::cout);
+}
+
+void PrintJob(const v1::Job& j) {
+  std::cout << "job:        " << j.job_id() << "\n"
+            << "tenant:     " << j.tenant() << "\n"
+            << "state:      " << Short(v1::JobState_Name(j.status().state()), "JOB_STATE_")
+            << "\n"
+            << "message:    " << j.status().message() << "\n"
+            << "endpoints:  " << j.endpoints_size() << "\n"
+            << "class:      " << j.traffic_class() << "\n"
+            << "collective: " << Short(v1::CollectivePattern_Name(j.collective()), "COLLECTIVE_PATTERN_")
+            << "\n"
+            << "revision:   " << j.status().revision() << "\n"
+            << "created:    " << Ts(j.status().create_time()) << "\n"
+            << "updated:    " << Ts(j.status().update_time()) << "\n";
+  if (j.status().has_assignment()) {
+    const auto& a = j.status().assignment();
+    std::cout << "color:      " << a.primary_color() << " (backup " << a.backup_color() << ")\n"
+              << "reason:     " << a.reason() << "\n";
+  }
+}
+
+std::string EventLine(const v1::Event& e) {
+  std::ostringstream out;
+  out << e.revision() << "  " << Ts(e.time()) << "  "
+      << Short(v1::EventType_Name(e.type()), "EVENT_TYPE_") << "  " << e.subject();
+  if (!e.cause().empty()) out << "  cause=\"" << e.cause() << "\"";
+  if (!e.action().empty()) out << "  action=\"" << e.action() << "\"";
+  if (!e.result().empty()) out << "  result=\"" << e.result() << "\"";
+  return out.str();
+}
+
+int CmdTopology(Ctx& ctx, const std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "show") {
+    std::cerr << "loomctl: usage: loomctl topology show\n";
+    return 2;
+  }
+  grpc::ClientContext c;
+  SetDeadline(&c, ctx);
+  v1::GetTopologyResponse resp;
+  auto s = ctx.fabric->GetTopology(&c, {}, &resp);
+  if (!s.ok()) return Report(s, ctx);
+  if (ctx.json) {
+    std::cout << ToJson(resp.topology());
+    return 0;
+  }
+  const auto& t = resp.topology();
+  std::map<std::string, int> roles;
+  for (const auto& d : t.devices()) roles[Short(v1::DeviceRole_Name(d.role()), "DEVICE_ROLE_")]++;
+  std::cout << "topology: " << t.name() << "\n";
+  for (const auto& [r, n] : roles) std::cout << "  " << r << ": " << n << "\n";
+  std::cout << "  links: " << t.links_size() << "\n  gpus: " << t.gpus_size() << "\n\n";
+  Table sw({"DEVICE", "ROLE", "POD", "RAIL", "ASN", "ROUTER-ID", "LINKS"});
+  std::map<std::string, int> link_count;
+  for (const auto& l : t.links()) {
+    link_count[l.a().device()]++;
+    link_count[l.b().device()]++;
+  }
+  for (const auto& d : t.devices()) {
+    if (d.role() == v1::DEVICE_ROLE_HOST || d.role() == v1::DEVICE_ROLE_NIC) continue;
+    sw.Add({d.id(), Short(v1::DeviceRole_Name(d.role()), "DEVICE_ROLE_"), d.pod(),
+            d.has_rail() ? std::to_string(d.rail()) : "", std::to_string(d.asn()), d.router_id(),
+            std::to_string(link_count[d.id()])});
+  }
+  sw.Print(std::cout);
+  return 0;
+}
+
+int CmdLinks(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& flags) {
+  if (args.empty()) {
+    std::cerr << "loomctl: usage: loomctl links list|get|drain|undrain ...\n";
+    return 2;
+  }
+  grpc::ClientContext c;
+  SetDeadline(&c, ctx);
+  const std::string& sub = args[0];
+  if (sub == "list") {
+    v1::ListLinksRequest req;
+    req.set_device(flags.Get("device"));
+    req.set_drained_only(flags.Has("drained"));
+    v1::ListLinksResponse resp;
+    auto s = ctx.fabric->ListLinks(&c, req, &resp);
+    if (!s.ok()) return Report(s, ctx);
+    if (ctx.json) {
+      std::cout << ToJson(resp);
+    } else {
+      PrintLinks(resp.links(), ctx);
+    }
+    return 0;
+  }
+  if (args.size() < 2) {
+    std::cerr << "loomctl: links " << sub << " needs a LINK_ID\n";
+    return 2;
+  }
+  v1::LinkStatus link;
+  grpc::Status s;
+  if (sub == "get") {
+    v1::GetLinkRequest req;
+    req.set_link_id(args[1]);
+    v1::GetLinkResponse resp;
+    s = ctx.fabric->GetLink(&c, req, &resp);
+    link = resp.link();
+  } else if (sub == "drain") {
+    if (!flags.Has("reason")) {
+      std::cerr << "loomctl: links drain needs --reason TEXT (kept in the event log)\n";
+      return 2;
+    }
+    v1::DrainLinkRequest req;
+    req.set_link_id(args[1]);
+    req.set_reason(flags.Get("reason"));
+    req.set_request_id(ctx.request_id);
+    v1::DrainLinkResponse resp;
+    s = ctx.fabric->DrainLink(&c, req, &resp);
+    link = resp.link();
+  } else if (sub == "undrain") {
+    v1::UndrainLinkRequest req;
+    req.set_link_id(args[1]);
+    req.set_request_id(ctx.request_id);
+    v1::UndrainLinkResponse resp;
+    s = ctx.fabric->UndrainLink(&c, req, &resp);
+    link = resp.link();
+  } else {
+    std::cerr << "loomctl: unknown links command \"" << sub << "\"\n";
+    return 2;
+  }
+  if (!s.ok()) return Report(s, ctx);
+  if (ctx.json) {
+    std::cout << ToJson(link);
+  } else {
+    google::protobuf::RepeatedPtrField<v1::LinkStatus> one;
+    *one.Add() = link;
+    PrintLinks(one, ctx);
+  }
+  return 0;
+}
+
+int CmdJobs(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& flags) {
+  if (args.empty()) {
+    std::cerr << "loomctl: usage: loomctl jobs list|get|register|update|release ...\n";
+    return 2;
+  }
+  grpc::ClientContext c;
+  SetDeadline(&c, ctx);
+  const std::string& sub = args[0];
+  if (sub == "list") {
+    v1::ListJobsRequest req;
+    req.set_tenant(flags.Get("tenant"));
+    v1::ListJobsResponse resp;
+    auto s = ctx.scheduler->ListJobs(&c, req, &resp);
+    if (!s.ok()) return Report(s, ctx);
+    if (ctx.json) {
+      std::cout << ToJson(resp);
+    } else {
+      PrintJobs(resp.jobs());
+    }
+    return 0;
+  }
+  if (args.size() < 2) {
+    std::cerr << "loomctl: jobs " << sub << " needs an argument\n";
+    return 2;
+  }
+  v1::Job job;
+  grpc::Status s;
+  if (sub == "get") {
+    v1::GetJobRequest req;
+    req.set_job_id(args[1]);
+    v1::GetJobResponse resp;
+    s = ctx.scheduler->GetJob(&c, req, &resp);
+    job = resp.job();
+  } else if (sub == "register" || sub == "update") {
+    v1::Job spec;
+    if (!ReadJobFile(args[1], &spec)) return 2;
+    if (sub == "register") {
+      v1::RegisterJobRequest req;
+      *req.mutable_job() = spec;
+      req.set_request_id(ctx.request_id);
+      v1::RegisterJobResponse resp;
+      s = ctx.scheduler->RegisterJob(&c, req, &resp);
+      job = resp.job();
+    } else {
+      v1::UpdateJobRequest req;
+      *req.mutable_job() = spec;
+      req.set_request_id(ctx.request_id);
+      v1::UpdateJobResponse resp;
+      s = ctx.scheduler->UpdateJob(&c, req, &resp);
+      job = resp.job();
+    }
+  } else if (sub == "release") {
+    v1::ReleaseJobRequest req;
+    req.set_job_id(args[1]);
+    req.set_request_id(ctx.request_id);
+    v1::ReleaseJobResponse resp;
+    s = ctx.scheduler->ReleaseJob(&c, req, &resp);
+    job = resp.job();
+  } else {
+    std::cerr << "loomctl: unknown jobs command \"" << sub << "\"\n";
+    return 2;
+  }
+  if (!s.ok()) return Report(s, ctx);
+  if (ctx.json) {
+    std::cout << ToJson(job);
+  } else {
+    PrintJob(job);
+  }
+  return 0;
+}
+
+int CmdWatch(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& flags,
+             bool follow) {
+  std::string what = follow ? (args.empty() ? "" : args[0]) : "events";
+  int64_t from = 0;
+  std::string error;
+  if (!flags.GetInt("from", follow ? 0 : 1, &from, &error) || from < 0) {
+    std::cerr << "loomctl: --from must be a revision number\n";
+    return 2;
+  }
+  grpc::ClientContext c;
+  if (!follow) SetDeadline(&c, ctx);
+  // A replay that finds nothing newer than --from is fine.
+  if (what == "jobs") {
+    v1::WatchJobsRequest req;
+    req.set_start_revision(static_cast<uint64_t>(from));
+    req.set_tenant(flags.Get("tenant"));
+    auto reader = ctx.scheduler->WatchJobs(&c, req);
+    v1::WatchJobsResponse resp;
+    while (reader->Read(&resp)) {
+      if (ctx.json) {
+        std::cout << ToJson(resp, false) << std::endl;
+      } else {
+        std::cout << resp.revision() << "  "
+                  << Short(v1::JobChange_Name(resp.change()), "JOB_CHANGE_") << "  "
+                  << resp.job().job_id() << "  tenant=" << resp.job().tenant() << "  state="
+                  << Short(v1::JobState_Name(resp.job().status().state()), "JOB_STATE_")
+                  << std::endl;
+      }
+    }
+    auto s = reader->Finish();
+    return s.ok() || s.error_code() == grpc::StatusCode::CANCELLED ? 0 : Report(s, ctx);
+  }
+  if (what == "events") {
+    v1::WatchEventsRequest req;
+    req.set_start_revision(static_cast<uint64_t>(from));
+    req.set_subject(flags.Get("subject"));
+    req.set_replay_only(!follow);
+    auto reader = ctx.fabric->WatchEvents(&c, req);
+    v1::WatchEventsResponse resp;
+    while (reader->Read(&resp)) {
+      if (ctx.json) {
+        std::cout << ToJson(resp.event(), false) << std::endl;
+      } else {
+        std::cout << EventLine(resp.event()) << std::endl;
+      }
+    }
+    auto s = reader->Finish();
+    return s.ok() || s.error_code() == grpc::StatusCode::CANCELLED ? 0 : Report(s, ctx);
+  }
+  std::cerr << "loomctl: usage: loomctl watch jobs|events [--from REV]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  loom::Flags flags;
+  std::string error;
+  if (!flags.Parse(argc, argv, 1,
+                   {"server", "timeout", "device", "reason", "tenant", "from", "subject",
+                    "request-id"},
+                   {"json", "help", "drained"}, &error)) {
+    std::cerr << "loomctl: " << error << "\n";
+    return 2;
+  }
+  if (flags.Has("help") || flags.positional().empty()) {
+    std::fputs(kUsage, flags.Has("help") ? stdout : stderr);
+    return flags.Has("help") ? 0 : 2;
+  }
+  Ctx ctx;
+  const char* env = std::getenv("LOOM_SERVER");
+  ctx.server = flags.Get("server", env && *env ? env : "127.0.0.1:50061");
+  ctx.json = flags.Has("json");
+  ctx.request_id = flags.Get("request-id");
+  int64_t t = 10;
+  if (!flags.GetInt("timeout", 10, &t, &error) || t <= 0) {
+    std::cerr << "loomctl: --timeout must be a positive number of seconds\n";
+    return 2;
+  }
+  ctx.timeout_s = static_cast<int>(t);
+  ctx.channel = grpc::CreateChannel(ctx.server, grpc::InsecureChannelCredentials());
+  if (!ctx.channel->WaitForConnected(std::chrono::system_clock::now() +
+                                     std::chrono::seconds(std::min<int64_t>(t, 5)))) {
+    std::cerr << "loomctl: cannot reach loomd at " << ctx.server
+              << " (no connection within " << std::min<int64_t>(t, 5)
+              << "s)\n         is loomd running? (set --server or LOOM_SERVER)\n";
+    return 3;
+  }
+  ctx.fabric = v1::FabricService::NewStub(ctx.channel);
+  ctx.scheduler = v1::SchedulerService::NewStub(ctx.channel);
+  std::vector<std::string> pos = flags.positional();
+  std::string cmd = pos[0];
+  std::vector<std::string> rest(pos.begin() + 1, pos.end());
+  if (cmd == "topology") return CmdTopology(ctx, rest);
+  if (cmd == "links") return CmdLinks(ctx, rest, flags);
+  if (cmd == "jobs") return CmdJobs(ctx, rest, flags);
+  if (cmd == "watch") return CmdWatch(ctx, rest, flags, /*follow=*/true);
+  if (cmd == "events") return CmdWatch(ctx, rest, flags, /*follow=*/false);
+  std::cerr << "loomctl: unknown command \"" << cmd << "\" (see --help)\n";
+  return 2;
+}

@@ -1,0 +1,68 @@
+#include "api/services/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "loom/v1/fabric_service.grpc.pb.h"
+
+namespace loom::api {
+
+namespace {
+
+std::set<std::string> MethodsOf(const google::protobuf::ServiceDescriptor* svc,
+                                std::set<std::string> into) {
+  for (int i = 0; i < svc->method_count(); ++i) {
+    into.insert("/" + svc->full_name() + "/" + svc->method(i)->name());
+  }
+  return into;
+}
+
+}  // namespace
+
+ApiServer::ApiServer(loom::controller::Controller& controller, prometheus::Registry& registry,
+                     ServiceOptions options)
+    : fabric_(controller, options), scheduler_(controller, options) {
+  std::set<std::string> known;
+  const auto* pool = google::protobuf::DescriptorPool::generated_pool();
+  known = MethodsOf(pool->FindServiceByName("loom.v1.FabricService"), std::move(known));
+  known = MethodsOf(pool->FindServiceByName("loom.v1.SchedulerService"), std::move(known));
+  known.insert("/grpc.health.v1.Health/Check");
+  known.insert("/grpc.health.v1.Health/Watch");
+  known.insert("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo");
+  metrics_ = std::make_unique<GrpcMetrics>(registry, std::move(known));
+}
+
+ApiServer::~ApiServer() { Shutdown(std::chrono::milliseconds(0)); }
+
+Status ApiServer::Start(const std::string& address) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(&fabric_);
+  builder.RegisterService(&scheduler_);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> factories;
+  factories.push_back(std::make_unique<GrpcMetricsInterceptorFactory>(metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(factories));
+  server_ = builder.BuildAndStart();
+  if (!server_ || port_ == 0) {
+    server_.reset();
+    return Unavailable("cannot listen for gRPC on " + address +
+                       " (address in use, or not a valid host:port)");
+  }
+  auto* health = server_->GetHealthCheckService();
+  health->SetServingStatus("", true);
+  health->SetServingStatus(loom::v1::FabricService::service_full_name(), true);
+  health->SetServingStatus(loom::v1::SchedulerService::service_full_name(), true);
+  return Status::Ok();
+}
+
+void ApiServer::Shutdown(std::chrono::milliseconds grace) {
+  if (!server_) return;
+  server_->GetHealthCheckService()->Shutdown();
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  server_->Wait();
+  server_.reset();
+}
+
+}  // namespace loom::api

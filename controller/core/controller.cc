@@ -1,0 +1,552 @@
+#include "controller/core/controller.h"
+
+#include <google/protobuf/util/time_util.h>
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+
+#include "common/log.h"
+#include "controller/core/job_validation.h"
+
+namespace loom::controller {
+
+using google::protobuf::util::TimeUtil;
+namespace v1 = loom::v1;
+
+namespace {
+
+uint64_t Fnv1a(const std::string& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string EventTypeLabel(v1::EventType t) {
+  std::string name = v1::EventType_Name(t);
+  const std::string prefix = "EVENT_TYPE_";
+  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+const char kPendingMessage[] =
+    "accepted; path computation (TELB) is not implemented yet, so no assignment is made";
+
+}  // namespace
+
+Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& store,
+                       std::shared_ptr<const loom::topology::TopologyIndex> topo,
+                       prometheus::Registry& registry, ControllerOptions options)
+    : strand_(boost::asio::make_strand(io)),
+      clock_(clock),
+      store_(store),
+      topo_(std::move(topo)),
+      options_(options),
+      jobs_gauge_(prometheus::BuildGauge()
+                      .Name("loom_jobs")
+                      .Help("Jobs currently registered")
+                      .Register(registry)
+                      .Add({})),
+      drained_gauge_(prometheus::BuildGauge()
+                         .Name("loom_links_drained")
+                         .Help("Links administratively drained")
+                         .Register(registry)
+                         .Add({})),
+      events_family_(prometheus::BuildCounter()
+                         .Name("loom_events_total")
+                         .Help("Events recorded, by type")
+                         .Register(registry)),
+      store_write_seconds_(prometheus::BuildHistogram()
+                               .Name("loom_store_write_seconds")
+                               .Help("Latency of durable store commits")
+                               .Register(registry)
+                               .Add({}, prometheus::Histogram::BucketBoundaries{
+                                            0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                            0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1})),
+      store_errors_(prometheus::BuildCounter()
+                        .Name("loom_store_errors_total")
+                        .Help("Store commits that failed (the change was not applied)")
+                        .Register(registry)
+                        .Add({})),
+      watchers_gauge_(prometheus::BuildGauge()
+                          .Name("loom_watchers")
+                          .Help("Open WatchEvents/WatchJobs subscriptions")
+                          .Register(registry)
+                          .Add({})) {
+  if (options_.event_retention == 0) options_.event_retention = 1;
+}
+
+Controller::~Controller() = default;
+
+template <typename F>
+void Controller::Post(F&& f) {
+  boost::asio::post(strand_, std::forward<F>(f));
+}
+
+Status Controller::Start() {
+  StoredState state;
+  if (Status s = store_.Load(options_.event_retention, &state); !s.ok()) return s;
+  for (auto& job : state.jobs) {
+    std::string id = job.job_id();
+    jobs_.emplace(std::move(id), std::move(job));
+  }
+  for (auto& d : state.drains) {
+    if (!topo_->FindLink(d.link_id)) {
+      LOG_WARN("persisted drain names a link the topology no longer has; keeping it")
+          .With("link", d.link_id);
+    }
+    drains_[d.link_id] = {d.reason, d.time_ns, d.revision};
+  }
+  for (auto& ev : state.events) history_.push_back(std::move(ev));
+  std::sort(state.requests.begin(), state.requests.end(),
+            [](const auto& a, const auto& b) { return a.revision < b.revision; });
+  for (auto& r : state.requests) {
+    request_order_.emplace_back(r.revision, r.request_id);
+    requests_[r.request_id] = std::move(r);
+  }
+  revision_ = state.last_revision;
+  next_revision_ = revision_;
+
+  Mutation m;
+  v1::Event ev = NewEvent(v1::EVENT_TYPE_CONTROLLER_STARTED, "loomd");
+  ev.set_cause("process start");
+  ev.set_action("reloaded " + std::to_string(jobs_.size()) + " job(s) and " +
+                std::to_string(drains_.size()) + " drain(s) from the store");
+  ev.set_result("serving topology \"" + topo_->topology().name() + "\"");
+  m.events.push_back(ev);
+  if (Status s = CommitAndPublish(m); !s.ok()) return s;
+  UpdateGauges();
+  LOG_INFO("controller started")
+      .With("jobs", static_cast<uint64_t>(jobs_.size()))
+      .With("drains", static_cast<uint64_t>(drains_.size()))
+      .With("revision", revision_);
+  return Status::Ok();
+}
+
+v1::Event Controller::NewEvent(v1::EventType type, const std::string& subject) {
+  v1::Event ev;
+  ev.set_revision(++next_revision_);
+  *ev.mutable_time() = TimeUtil::NanosecondsToTimestamp(clock_.WallNow());
+  ev.set_type(type);
+  ev.set_severity(v1::SEVERITY_INFO);
+  ev.set_subject(subject);
+  return ev;
+}
+
+Status Controller::CommitAndPublish(Mutation& m) {
+  uint64_t last = m.events.empty() ? revision_ : m.events.back().revision();
+  // Retention: drop what falls out of the window in the same transaction.
+  if (last + 1 > options_.event_retention) {
+    uint64_t keep_from = last + 1 - options_.event_retention;
+    if (!history_.empty() && history_.front().revision() < keep_from) {
+      m.prune_events_before = keep_from;
+    }
+  }
+  if (!request_order_.empty() && requests_.size() + m.requests.size() > options_.request_retention) {
+    size_t excess = requests_.size() + m.requests.size() - options_.request_retention;
+    m.prune_requests_before = request_order_[std::min(excess, request_order_.size()) - 1].first + 1;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = store_.Commit(m);
+  store_write_seconds_.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (!s.ok()) {
+    store_errors_.Increment();
+    next_revision_ = revision_;
+    LOG_ERROR("store commit failed; change not applied").With("error", s.message());
+    return Unavailable("could not persist the change: " + s.message());
+  }
+  revision_ = last;
+  next_revision_ = revision_;
+  if (m.prune_events_before) {
+    while (!history_.empty() && history_.front().revision() < m.prune_events_before) {
+      history_.pop_front();
+    }
+  }
+  if (m.prune_requests_before) {
+    while (!request_order_.empty() && request_order_.front().first < m.prune_requests_before) {
+      requests_.erase(request_order_.front().second);
+      request_order_.pop_front();
+    }
+  }
+  for (auto& r : m.requests) {
+    request_order_.emplace_back(r.revision, r.request_id);
+    requests_[r.request_id] = r;
+  }
+  for (const auto& ev : m.events) {
+    history_.push_back(ev);
+    events_family_.Add({{"type", EventTypeLabel(ev.type())}}).Increment();
+    for (auto it = subscribers_.begin(); it != subscribers_.end();) {
+      if (!it->second(ev)) {
+        it = subscribers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  watchers_gauge_.Set(static_cast<double>(subscribers_.size()));
+  UpdateGauges();
+  return Status::Ok();
+}
+
+bool Controller::Replay(const std::string& method, const std::string& request_id,
+                        const google::protobuf::Message& request,
+                        google::protobuf::Message* response, Status* status) {
+  if (request_id.empty()) return false;
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return false;
+  if (it->second.method != method ||
+      it->second.request_hash != Fnv1a(request.SerializeAsString())) {
+    *status = InvalidArgument("request_id: \"" + request_id +
+                              "\" was already used for a different request (" +
+                              it->second.method + ")");
+    return true;
+  }
+  if (!response->ParseFromString(it->second.response)) {
+    *status = Internal("stored answer for request_id \"" + request_id + "\" is corrupt");
+    return true;
+  }
+  *status = Status::Ok();
+  return true;
+}
+
+void Controller::Remember(Mutation& m, const std::string& method, const std::string& request_id,
+                          const google::protobuf::Message& request,
+                          const google::protobuf::Message& response) {
+  if (request_id.empty()) return;
+  m.requests.push_back({request_id, method, Fnv1a(request.SerializeAsString()),
+                        response.SerializeAsString(),
+                        m.events.empty() ? next_revision_ : m.events.back().revision()});
+}
+
+void Controller::UpdateGauges() {
+  jobs_gauge_.Set(static_cast<double>(jobs_.size()));
+  drained_gauge_.Set(static_cast<double>(drains_.size()));
+}
+
+// ---------------------------------------------------------------- jobs ----
+
+void Controller::RegisterJob(v1::RegisterJobRequest req, Done<v1::RegisterJobResponse> done) {
+  Post([this, req = std::move(req), done = std::move(done)]() mutable {
+    v1::RegisterJobResponse resp;
+    Status st;
+    // The request id is not part of what is compared across retries.
+    std::string request_id = req.request_id();
+    req.clear_request_id();
+    req.mutable_job()->clear_status();
+    if (Replay("RegisterJob", request_id, req, &resp, &st)) return done(st, std::move(resp));
+    if (Status s = ValidateJobSpec(req.job(), *topo_); !s.ok()) return done(s, {});
+    if (jobs_.count(req.job().job_id())) {
+      return done(AlreadyExists("job.job_id: job \"" + req.job().job_id() +
+                                "\" is already registered"),
+                  {});
+    }
+    v1::Job job = req.job();
+    Mutation m;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_REGISTERED, job.job_id());
+    auto* status = job.mutable_status();
+    status->set_state(v1::JOB_STATE_PENDING);
+    status->set_revision(ev.revision());
+    *status->mutable_create_time() = ev.time();
+    *status->mutable_update_time() = ev.time();
+    status->set_message(kPendingMessage);
+    ev.set_cause("scheduler request");
+    ev.set_action("registered job of tenant " + job.tenant() + " with " +
+                  std::to_string(job.endpoints_size()) + " endpoint(s)");
+    ev.set_result("pending");
+    *ev.mutable_job() = job;
+    m.events.push_back(ev);
+    m.put_jobs.push_back(job);
+    *resp.mutable_job() = job;
+    Remember(m, "RegisterJob", request_id, req, resp);
+    if (Status s = CommitAndPublish(m); !s.ok()) return done(s, {});
+    jobs_[job.job_id()] = job;
+    UpdateGauges();
+    LOG_INFO("job registered").With("job", job.job_id()).With("tenant", job.tenant());
+    done(Status::Ok(), std::move(resp));
+  });
+}
+
+void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse> done) {
+  Post([this, req = std::move(req), done = std::move(done)]() mutable {
+    v1::UpdateJobResponse resp;
+    Status st;
+    std::string request_id = req.request_id();
+    req.clear_request_id();
+    req.mutable_job()->clear_status();
+    if (Replay("UpdateJob", request_id, req, &resp, &st)) return done(st, std::move(resp));
+    if (Status s = ValidateJobSpec(req.job(), *topo_); !s.ok()) return done(s, {});
+    auto it = jobs_.find(req.job().job_id());
+    if (it == jobs_.end()) {
+      return done(NotFound("job.job_id: job \"" + req.job().job_id() + "\" is not registered"),
+                  {});
+    }
+    if (it->second.tenant() != req.job().tenant()) {
+      return done(InvalidArgument("job.tenant: job \"" + req.job().job_id() +
+                                  "\" belongs to tenant \"" + it->second.tenant() +
+                                  "\"; the tenant of a job cannot change"),
+                  {});
+    }
+    v1::Job job = req.job();
+    *job.mutable_status() = it->second.status();
+    Mutation m;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_UPDATED, job.job_id());
+    job.mutable_status()->set_revision(ev.revision());
+    *job.mutable_status()->mutable_update_time() = ev.time();
+    ev.set_cause("scheduler request");
+    ev.set_action("replaced the job's spec");
+    ev.set_result(v1::JobState_Name(job.status().state()));
+    *ev.mutable_job() = job;
+    m.events.push_back(ev);
+    m.put_jobs.push_back(job);
+    *resp.mutable_job() = job;
+    Remember(m, "UpdateJob", request_id, req, resp);
+    if (Status s = CommitAndPublish(m); !s.ok()) return done(s, {});
+    it->second = job;
+    done(Status::Ok(), std::move(resp));
+  });
+}
+
+void Controller::ReleaseJob(v1::ReleaseJobRequest req, Done<v1::ReleaseJobResponse> done) {
+  Post([this, req = std::move(req), done = std::move(done)]() mutable {
+    v1::ReleaseJobResponse resp;
+    Status st;
+    std::string request_id = req.request_id();
+    req.clear_request_id();
+    if (Replay("ReleaseJob", request_id, req, &resp, &st)) return done(st, std::move(resp));
+    if (req.job_id().empty()) return done(InvalidArgument("job_id: must not be empty"), {});
+    auto it = jobs_.find(req.job_id());
+    if (it == jobs_.end()) {
+      return done(NotFound("job_id: job \"" + req.job_id() + "\" is not registered"), {});
+    }
+    v1::Job job = it->second;
+    Mutation m;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_RELEASED, job.job_id());
+    job.mutable_status()->set_state(v1::JOB_STATE_RELEASED);
+    job.mutable_status()->set_revision(ev.revision());
+    *job.mutable_status()->mutable_update_time() = ev.time();
+    job.mutable_status()->set_message("released by the scheduler");
+    ev.set_cause("scheduler request");
+    ev.set_action("released the job");
+    ev.set_result("removed");
+    *ev.mutable_job() = job;
+    m.events.push_back(ev);
+    m.delete_jobs.push_back(job.job_id());
+    *resp.mutable_job() = job;
+    Remember(m, "ReleaseJob", request_id, req, resp);
+    if (Status s = CommitAndPublish(m); !s.ok()) return done(s, {});
+    jobs_.erase(it);
+    UpdateGauges();
+    LOG_INFO("job released").With("job", job.job_id());
+    done(Status::Ok(), std::move(resp));
+  });
+}
+
+void Controller::GetJob(v1::GetJobRequest req, Done<v1::GetJobResponse> done) {
+  Post([this, req = std::move(req), done = std::move(done)]() {
+    if (req.job_id().empty()) return done(InvalidArgument("job_id: must not be empty"), {});
+    auto it = jobs_.find(req.job_id());
+    if (it == jobs_.end()) {
+      return done(NotFound("job_id: job \"" + req.job_id() + "\" is not registered"), {});
+    }
+    v1::GetJobResponse resp;
+    *resp.mutable_job() = it->second;
+    done(Status::Ok(), std::move(resp));
+  });
+}
+
+void Controller::ListJobs(v1::ListJobsRequest req, Done<v1::ListJobsResponse> done) {
+  Post([this, req = std::move(req), done = std::move(done)]() {
+    if (req.page_size() < 0) {
+      return done(InvalidArgument("page_size: must not be negative"), {});
+    }
+    v1::ListJobsResponse resp;
+    auto it = req.page_token().empty() ? jobs_.begin() : jobs_.upper_bound(req.page_token());
+    for (; it != jobs_.end(); ++it) {
+      if (!req.tenant().empty() && it->second.tenant() != req.tenant()) continue;
+      if (req.page_size() > 0 && resp.jobs_size() == req.page_size()) {
+        resp.set_next_page_token(resp.jobs(resp.jobs_size() - 1).job_id());
+        break;
+      }
+      *resp.add_jobs() = it->second;
+    }
+    done(Status::Ok(), std::move(resp));
+  });
+}
+
+// --------------------------------------------------------------- links ----
+
+v1::LinkStatus Controller::MakeLinkStatus(const v1::Link& link) const {
+  v1::LinkStatus st;
+  *st.mutable_link() = link;
+  auto it = drains_.find(link.id());
+  if (it != drains_.end()) {
+    st.set_admin_state(v1::LINK_ADMIN_STATE_DRAINED);
+    st.set_drain_reason(it->second.reason);
+    *st.mutable_drain_time() = TimeUtil::NanosecondsToTimestamp(it->second.time_ns);
+  } else {
+    st.set_admin_state(v1::LINK_ADMIN_STATE_IN_SERVICE);
+  }
+  st.set_oper_state(v1::LINK_OPER_STATE_UNKNOWN);
+  return st;
+}
+
+void Controller::ListLinks(v1::ListLinksRequest req, Done<v1::ListLinksResponse> done) {
+  Post([this, req = std::move(req), done = std::move(done)]() {
+    if (req.page_size() < 0) {
+      return done(InvalidArgument("page_size: must not be negative"), {});
+    }
+    if (!req.device().empty() && !topo_->FindDevice(req.device())) {
+      return done(NotFound("device: \"" + req.device() + "\" is not in the topology"), {});
+    }
+    std::vector<const v1::Link*> links;
+    for (const auto& l : topo_->topology().links()) {
+      if (!req.device().empty() && l.a().device() != req.device() &&
+          l.b().device() != req.device()) {
+        continue;
+      }
+      if (req.drained_only() && !drains_.count(l.id())) continue;
+      if (!req.page_token().empty() && l.id() <= req.page_token()) continue;
+      links.push_back(&l);
+    }
+    std::sort(links.begin(), links.end(),
+              [](const v1::Link* a, const v1::Link* b) { return a->id() < b->id(); });
+    v1::ListLinksResponse resp;
+    for (const auto* l : links) {
+      if (req.page_size() > 0 && resp.links_size() == req.page_size()) {
+        resp.set_next_page_token(resp.links(resp.links_size() - 1).link().id());
+        break;
+      }
+      *resp.add_links() = MakeLinkStatus(*l);
+    }
+    done(Status::Ok(), std::move(resp));
+  });
+}
+
+void Controller::GetLink(v1::GetLinkRequest req, Done<v1::GetLinkResponse> done) {
+  Post([this, req = std::move(req), done = std::move(done)]() {
+    if (req.link_id().empty()) return done(InvalidArgument("link_id: must not be empty"), {});
+    const v1::Link* l = topo_->FindLink(req.link_id());
+    if (!l) return done(NotFound("link_id: link \"" + req.link_id() + "\" is not in the topology"), {});
+    v1::GetLinkResponse resp;
+    *resp.mutable_link() = MakeLinkStatus(*l);
+    done(Status::Ok(), std::move(resp));
+  });
+}
+
+void Controller::DrainLink(v1::DrainLinkRequest req, Done<v1::DrainLinkResponse> done) {
+  Post([this, req = std::move(req), done = std::move(done)]() mutable {
+    v1::DrainLinkResponse resp;
+    Status st;
+    std::string request_id = req.request_id();
+    req.clear_request_id();
+    if (Replay("DrainLink", request_id, req, &resp, &st)) return done(st, std::move(resp));
+    if (req.link_id().empty()) return done(InvalidArgument("link_id: must not be empty"), {});
+    if (req.reason().empty()) {
+      return done(InvalidArgument("reason: say why the link is drained (kept in the event log)"),
+                  {});
+    }
+    const v1::Link* l = topo_->FindLink(req.link_id());
+    if (!l) return done(NotFound("link_id: link \"" + req.link_id() + "\" is not in the topology"), {});
+    if (drains_.count(l->id())) {
+      *resp.mutable_link() = MakeLinkStatus(*l);
+      return done(Status::Ok(), std::move(resp));
+    }
+    Mutation m;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_LINK_DRAINED, l->id());
+    ev.set_severity(v1::SEVERITY_WARNING);
+    ev.set_cause("operator request: " + req.reason());
+    ev.set_action("marked the link administratively out of service");
+    ev.set_result("drained");
+    m.events.push_back(ev);
+    DrainRecord rec{l->id(), req.reason(), clock_.WallNow(), ev.revision()};
+    m.put_drains.push_back(rec);
+    *resp.mutable_link() = MakeLinkStatus(*l);
+    resp.mutable_link()->set_admin_state(v1::LINK_ADMIN_STATE_DRAINED);
+    resp.mutable_link()->set_drain_reason(rec.reason);
+    *resp.mutable_link()->mutable_drain_time() = TimeUtil::NanosecondsToTimestamp(rec.time_ns);
+    resp.set_revision(ev.revision());
+    Remember(m, "DrainLink", request_id, req, resp);
+    if (Status s = CommitAndPublish(m); !s.ok()) return done(s, {});
+    drains_[l->id()] = {rec.reason, rec.time_ns, rec.revision};
+    UpdateGauges();
+    LOG_INFO("link drained").With("link", l->id()).With("reason", req.reason());
+    done(Status::Ok(), std::move(resp));
+  });
+}
+
+void Controller::UndrainLink(v1::UndrainLinkRequest req, Done<v1::UndrainLinkResponse> done) {
+  Post([this, req = std::move(req), done = std::move(done)]() mutable {
+    v1::UndrainLinkResponse resp;
+    Status st;
+    std::string request_id = req.request_id();
+    req.clear_request_id();
+    if (Replay("UndrainLink", request_id, req, &resp, &st)) return done(st, std::move(resp));
+    if (req.link_id().empty()) return done(InvalidArgument("link_id: must not be empty"), {});
+    const v1::Link* l = topo_->FindLink(req.link_id());
+    if (!l) return done(NotFound("link_id: link \"" + req.link_id() + "\" is not in the topology"), {});
+    auto it = drains_.find(l->id());
+    if (it == drains_.end()) {
+      *resp.mutable_link() = MakeLinkStatus(*l);
+      return done(Status::Ok(), std::move(resp));
+    }
+    LinkDrain saved = it->second;
+    Mutation m;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_LINK_UNDRAINED, l->id());
+    ev.set_cause("operator request");
+    ev.set_action("returned the link to service");
+    ev.set_result("in service");
+    m.events.push_back(ev);
+    m.delete_drains.push_back(l->id());
+    drains_.erase(it);
+    *resp.mutable_link() = MakeLinkStatus(*l);
+    resp.set_revision(ev.revision());
+    Remember(m, "UndrainLink", request_id, req, resp);
+    if (Status s = CommitAndPublish(m); !s.ok()) {
+      drains_[l->id()] = saved;
+      return done(s, {});
+    }
+    UpdateGauges();
+    LOG_INFO("link undrained").With("link", l->id());
+    done(Status::Ok(), std::move(resp));
+  });
+}
+
+// --------------------------------------------------------------- watch ----
+
+void Controller::Subscribe(uint64_t start_revision, bool follow, EventSink sink,
+                           Done<uint64_t> done) {
+  Post([this, start_revision, follow, sink = std::move(sink), done = std::move(done)]() mutable {
+    if (start_revision > 0) {
+      uint64_t oldest = history_.empty() ? revision_ + 1 : history_.front().revision();
+      if (start_revision < oldest) {
+        return done(OutOfRange("start_revision: " + std::to_string(start_revision) +
+                               " is older than the retained history (oldest is " +
+                               std::to_string(oldest) + "); start from " +
+                               std::to_string(oldest) + " or 0"),
+                    0);
+      }
+      for (const auto& ev : history_) {
+        if (ev.revision() < start_revision) continue;
+        if (!sink(ev)) return done(Status::Ok(), 0);
+      }
+    }
+    if (!follow) return done(Status::Ok(), 0);
+    uint64_t id = next_subscriber_++;
+    subscribers_.emplace(id, std::move(sink));
+    watchers_gauge_.Set(static_cast<double>(subscribers_.size()));
+    done(Status::Ok(), id);
+  });
+}
+
+void Controller::Unsubscribe(uint64_t id) {
+  Post([this, id]() {
+    subscribers_.erase(id);
+    watchers_gauge_.Set(static_cast<double>(subscribers_.size()));
+  });
+}
+
+}  // namespace loom::controller

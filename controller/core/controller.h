@@ -1,0 +1,135 @@
+// The controller core: owns Loom's state (topology, drains, jobs, event log)
+// and applies every change to it.
+//
+// Role: the single writer of controller state. Triggered by API requests
+// (posted by the gRPC handlers) and, later, by telemetry snapshots and timers.
+// Thread: every member function except the constructor, Start() and
+// topology() posts its work to the controller strand and answers through the
+// callback, which runs on the strand. A change is committed to the Store
+// before it is applied in memory and acknowledged, so an acknowledged change
+// survives a crash and a failed write changes nothing.
+#ifndef LOOM_CONTROLLER_CORE_CONTROLLER_H_
+#define LOOM_CONTROLLER_CORE_CONTROLLER_H_
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "api/topology/topology_index.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "controller/store/store.h"
+#include "loom/v1/fabric_service.pb.h"
+#include "loom/v1/scheduler_service.pb.h"
+
+namespace loom::controller {
+
+struct ControllerOptions {
+  // Events kept in memory (and in the store) for replay.
+  size_t event_retention = 100'000;
+  // Idempotency records kept (by revision age).
+  size_t request_retention = 100'000;
+};
+
+class Controller {
+ public:
+  template <typename T>
+  using Done = std::function<void(Status, T)>;
+  // Receives each event at or after the subscription's start revision, on
+  // the strand. Returns false to end the subscription.
+  using EventSink = std::function<bool(const loom::v1::Event&)>;
+
+  Controller(boost::asio::io_context& io, const Clock& clock, Store& store,
+             std::shared_ptr<const loom::topology::TopologyIndex> topo,
+             prometheus::Registry& registry, ControllerOptions options = {});
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Reloads persisted state and records a CONTROLLER_STARTED event. Call once,
+  // before the io_context runs requests.
+  Status Start();
+
+  const loom::topology::TopologyIndex& topology() const { return *topo_; }
+
+  void RegisterJob(loom::v1::RegisterJobRequest req, Done<loom::v1::RegisterJobResponse> done);
+  void UpdateJob(loom::v1::UpdateJobRequest req, Done<loom::v1::UpdateJobResponse> done);
+  void ReleaseJob(loom::v1::ReleaseJobRequest req, Done<loom::v1::ReleaseJobResponse> done);
+  void GetJob(loom::v1::GetJobRequest req, Done<loom::v1::GetJobResponse> done);
+  void ListJobs(loom::v1::ListJobsRequest req, Done<loom::v1::ListJobsResponse> done);
+
+  void ListLinks(loom::v1::ListLinksRequest req, Done<loom::v1::ListLinksResponse> done);
+  void GetLink(loom::v1::GetLinkRequest req, Done<loom::v1::GetLinkResponse> done);
+  void DrainLink(loom::v1::DrainLinkRequest req, Done<loom::v1::DrainLinkResponse> done);
+  void UndrainLink(loom::v1::UndrainLinkRequest req, Done<loom::v1::UndrainLinkResponse> done);
+
+  // Replays retained events with revision >= start_revision (none when 0),
+  // then delivers new ones until the sink returns false or Unsubscribe().
+  // `done` gets the subscription id (0 when `follow` is false: replay only),
+  // or OUT_OF_RANGE when start_revision is older than the retained history.
+  void Subscribe(uint64_t start_revision, bool follow, EventSink sink, Done<uint64_t> done);
+  void Unsubscribe(uint64_t id);
+
+ private:
+  struct LinkDrain {
+    std::string reason;
+    int64_t time_ns = 0;
+    uint64_t revision = 0;
+  };
+
+  template <typename F>
+  void Post(F&& f);
+  // Builds an event with the next revision (not yet committed).
+  loom::v1::Event NewEvent(loom::v1::EventType type, const std::string& subject);
+  // Commits `m` (plus retention pruning) and on success publishes its events.
+  Status CommitAndPublish(Mutation& m);
+  // Idempotency: true when `request_id` was seen; fills `response` or `status`.
+  bool Replay(const std::string& method, const std::string& request_id,
+              const google::protobuf::Message& request, google::protobuf::Message* response,
+              Status* status);
+  void Remember(Mutation& m, const std::string& method, const std::string& request_id,
+                const google::protobuf::Message& request,
+                const google::protobuf::Message& response);
+  loom::v1::LinkStatus MakeLinkStatus(const loom::v1::Link& link) const;
+  void UpdateGauges();
+
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  const Clock& clock_;
+  Store& store_;
+  std::shared_ptr<const loom::topology::TopologyIndex> topo_;
+  ControllerOptions options_;
+
+  // --- state, touched on the strand only ---
+  uint64_t revision_ = 0;      // last committed revision
+  uint64_t next_revision_ = 0;  // revision handed out to the mutation in progress
+  std::map<std::string, loom::v1::Job> jobs_;
+  std::map<std::string, LinkDrain> drains_;
+  std::deque<loom::v1::Event> history_;
+  std::unordered_map<std::string, RequestRecord> requests_;
+  std::deque<std::pair<uint64_t, std::string>> request_order_;  // (revision, id)
+  std::map<uint64_t, EventSink> subscribers_;
+  uint64_t next_subscriber_ = 1;
+
+  // --- metrics ---
+  prometheus::Gauge& jobs_gauge_;
+  prometheus::Gauge& drained_gauge_;
+  prometheus::Family<prometheus::Counter>& events_family_;
+  prometheus::Histogram& store_write_seconds_;
+  prometheus::Counter& store_errors_;
+  prometheus::Gauge& watchers_gauge_;
+};
+
+}  // namespace loom::controller
+
+#endif  // LOOM_CONTROLLER_CORE_CONTROLLER_H_

@@ -1,0 +1,119 @@
+#include "controller/core/job_validation.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+namespace loom::controller {
+
+namespace {
+
+bool Printable(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
+}
+
+Status CheckId(const std::string& value, const char* field) {
+  if (value.empty()) return InvalidArgument(std::string(field) + ": must not be empty");
+  if (value.size() > kMaxIdLength) {
+    return InvalidArgument(std::string(field) + ": longer than " + std::to_string(kMaxIdLength) +
+                           " characters");
+  }
+  if (!Printable(value)) {
+    return InvalidArgument(std::string(field) +
+                           ": must be printable ASCII without spaces, got \"" + value + "\"");
+  }
+  return Status::Ok();
+}
+
+std::string RangeText(const loom::v1::NumberRange& r) {
+  return "[" + std::to_string(r.first()) + ", " + std::to_string(r.last()) + "]";
+}
+
+Status CheckRanges(const google::protobuf::RepeatedPtrField<loom::v1::NumberRange>& ranges,
+                   const std::string& field, uint32_t max, const char* what) {
+  std::vector<std::pair<int, const loom::v1::NumberRange*>> sorted;
+  for (int i = 0; i < ranges.size(); ++i) {
+    const auto& r = ranges[i];
+    std::string f = field + "[" + std::to_string(i) + "]";
+    if (r.first() > r.last()) {
+      return InvalidArgument(f + ": first " + std::to_string(r.first()) + " is greater than last " +
+                             std::to_string(r.last()));
+    }
+    if (r.last() > max) {
+      return InvalidArgument(f + ": " + what + " " + std::to_string(r.last()) + " exceeds " +
+                             std::to_string(max));
+    }
+    sorted.emplace_back(i, &r);
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second->first() < b.second->first() ||
+           (a.second->first() == b.second->first() && a.first < b.first);
+  });
+  for (size_t k = 1; k < sorted.size(); ++k) {
+    const auto& prev = sorted[k - 1];
+    const auto& cur = sorted[k];
+    if (cur.second->first() <= prev.second->last()) {
+      int hi = std::max(prev.first, cur.first), lo = std::min(prev.first, cur.first);
+      return InvalidArgument(field + "[" + std::to_string(hi) + "]: " +
+                             RangeText(ranges[hi]) + " overlaps " + field + "[" +
+                             std::to_string(lo) + "] " + RangeText(ranges[lo]));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateRequestId(const std::string& request_id) {
+  if (request_id.empty()) return Status::Ok();
+  return CheckId(request_id, "request_id");
+}
+
+Status ValidateJobSpec(const loom::v1::Job& job, const loom::topology::TopologyIndex& topo) {
+  if (Status s = CheckId(job.tenant(), "job.tenant"); !s.ok()) return s;
+  if (Status s = CheckId(job.job_id(), "job.job_id"); !s.ok()) return s;
+  if (job.endpoints().empty()) {
+    return InvalidArgument("job.endpoints: a job needs at least one GPU or NIC endpoint");
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < job.endpoints_size(); ++i) {
+    const std::string& ep = job.endpoints(i);
+    std::string f = "job.endpoints[" + std::to_string(i) + "]";
+    if (topo.EndpointNic(ep).empty()) {
+      return InvalidArgument(f + ": unknown endpoint \"" + ep +
+                             "\" (not a GPU or NIC of topology \"" + topo.topology().name() +
+                             "\")");
+    }
+    if (!seen.insert(ep).second) {
+      return InvalidArgument(f + ": endpoint \"" + ep + "\" is listed twice");
+    }
+  }
+  if (Status s = CheckRanges(job.qp_ranges(), "job.qp_ranges", kMaxQpn, "QP number"); !s.ok()) {
+    return s;
+  }
+  if (Status s = CheckRanges(job.udp_source_port_ranges(), "job.udp_source_port_ranges",
+                             kMaxUdpPort, "UDP port");
+      !s.ok()) {
+    return s;
+  }
+  if (job.traffic_class() > 7) {
+    return InvalidArgument("job.traffic_class: must be 0..7, got " +
+                           std::to_string(job.traffic_class()));
+  }
+  if (!loom::v1::CollectivePattern_IsValid(job.collective())) {
+    return InvalidArgument("job.collective: unknown pattern " + std::to_string(job.collective()));
+  }
+  for (const auto& [k, v] : job.labels()) {
+    if (k.empty() || k.size() > 63) {
+      return InvalidArgument("job.labels: key \"" + k + "\" must be 1..63 characters");
+    }
+    if (v.size() > 256) {
+      return InvalidArgument("job.labels[" + k + "]: value longer than 256 characters");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace loom::controller

@@ -1,0 +1,134 @@
+#include "controller/loomd/config.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "common/flags.h"
+#include "common/log.h"
+
+namespace loom::loomd {
+
+const char kUsage[] = R"(usage: loomd [flags]
+
+Loom controller daemon: takes scheduler intent over gRPC (loom.v1), keeps
+jobs and link drains durable in SQLite, serves Prometheus metrics.
+
+Flags (override the config file):
+  --config FILE            LoomdConfig as protobuf JSON (see deploy/examples/loomd.json)
+  --topology FILE          topology file, protobuf JSON of loom.v1.Topology (required)
+  --grpc-listen HOST:PORT  gRPC API address (default 127.0.0.1:50061; port 0 = any)
+  --metrics-listen HOST:PORT
+                           Prometheus /metrics address (default 127.0.0.1:9464)
+  --db FILE                SQLite database (default loom.db)
+  --log-level LEVEL        debug, info, warn, error (default info)
+  --log-format FORMAT      text or json (default text)
+  --ready-file FILE        write {"grpc_port":N,"metrics_port":N} here once serving
+  --event-retention N      events kept for replay (default 100000)
+  --help                   this text
+  --version                print the version
+
+Signals: SIGINT and SIGTERM shut down cleanly. Exit status: 0 clean shutdown,
+1 runtime failure (database, ports), 2 bad command line or configuration.
+)";
+
+bool SplitHostPort(const std::string& address, std::string* host, int* port) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= address.size()) return false;
+  *host = address.substr(0, colon);
+  if (host->front() == '[' && host->back() != ']') return false;
+  std::string p = address.substr(colon + 1);
+  char* end = nullptr;
+  long v = std::strtol(p.c_str(), &end, 10);
+  if (*end != '\0' || v < 0 || v > 65535) return false;
+  *port = static_cast<int>(v);
+  return true;
+}
+
+ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, std::string* error) {
+  Flags flags;
+  if (!flags.Parse(argc, argv, 1,
+                   {"config", "topology", "grpc-listen", "metrics-listen", "db", "log-level",
+                    "log-format", "ready-file", "event-retention"},
+                   {"help", "version"}, error)) {
+    return ConfigResult::kError;
+  }
+  if (flags.Has("help")) return ConfigResult::kHelp;
+  if (flags.Has("version")) return ConfigResult::kVersion;
+  if (!flags.positional().empty()) {
+    *error = "unexpected argument \"" + flags.positional()[0] + "\" (see --help)";
+    return ConfigResult::kError;
+  }
+  config->Clear();
+  if (flags.Has("config")) {
+    std::string path = flags.Get("config");
+    std::ifstream in(path);
+    if (!in) {
+      *error = path + ": cannot open config file";
+      return ConfigResult::kError;
+    }
+    std::stringstream buf;
+    buf << in.rdbuf();
+    auto st = google::protobuf::util::JsonStringToMessage(buf.str(), config);
+    if (!st.ok()) {
+      *error = path + ": not a valid LoomdConfig: " + std::string(st.message());
+      return ConfigResult::kError;
+    }
+  }
+  if (flags.Has("topology")) config->set_topology_path(flags.Get("topology"));
+  if (flags.Has("grpc-listen")) config->set_grpc_listen(flags.Get("grpc-listen"));
+  if (flags.Has("metrics-listen")) config->set_metrics_listen(flags.Get("metrics-listen"));
+  if (flags.Has("db")) config->set_database_path(flags.Get("db"));
+  if (flags.Has("log-level")) config->set_log_level(flags.Get("log-level"));
+  if (flags.Has("log-format")) config->set_log_format(flags.Get("log-format"));
+  if (flags.Has("ready-file")) config->set_ready_file(flags.Get("ready-file"));
+  if (flags.Has("event-retention")) {
+    int64_t v = 0;
+    if (!flags.GetInt("event-retention", 0, &v, error)) return ConfigResult::kError;
+    if (v < 1 || v > 100'000'000) {
+      *error = "--event-retention must be between 1 and 100000000";
+      return ConfigResult::kError;
+    }
+    config->set_event_retention(static_cast<uint32_t>(v));
+  }
+  if (config->grpc_listen().empty()) config->set_grpc_listen("127.0.0.1:50061");
+  if (config->metrics_listen().empty()) config->set_metrics_listen("127.0.0.1:9464");
+  if (config->database_path().empty()) config->set_database_path("loom.db");
+  if (config->log_level().empty()) config->set_log_level("info");
+  if (config->log_format().empty()) config->set_log_format("text");
+  if (config->event_retention() == 0) config->set_event_retention(100'000);
+
+  if (config->topology_path().empty()) {
+    *error = "topology_path: no topology given (use --topology FILE or \"topologyPath\" in the "
+             "config file)";
+    return ConfigResult::kError;
+  }
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(config->grpc_listen(), &host, &port)) {
+    *error = "grpc_listen: \"" + config->grpc_listen() + "\" is not HOST:PORT";
+    return ConfigResult::kError;
+  }
+  if (!SplitHostPort(config->metrics_listen(), &host, &port)) {
+    *error = "metrics_listen: \"" + config->metrics_listen() + "\" is not HOST:PORT";
+    return ConfigResult::kError;
+  }
+  LogLevel level;
+  if (!ParseLogLevel(config->log_level(), &level)) {
+    *error = "log_level: \"" + config->log_level() + "\" is not debug, info, warn or error";
+    return ConfigResult::kError;
+  }
+  if (config->log_format() != "text" && config->log_format() != "json") {
+    *error = "log_format: \"" + config->log_format() + "\" is not text or json";
+    return ConfigResult::kError;
+  }
+  if (config->has_tls() && !config->tls().cert_path().empty()) {
+    *error = "tls: TLS is not supported yet; remove the tls section";
+    return ConfigResult::kError;
+  }
+  return ConfigResult::kOk;
+}
+
+}  // namespace loom::loomd

@@ -1,0 +1,153 @@
+// loomd bootstrap: the one place that wires the modules together.
+//
+// Threads: the controller strand runs on one io_context thread ("core");
+// gRPC and the metrics exposer run their own threads; the main thread waits
+// for SIGINT/SIGTERM and then shuts everything down in order (API first so no
+// new work arrives, then the core, then the store).
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
+#include <signal.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <thread>
+
+#include "api/services/metrics.h"
+#include "api/services/server.h"
+#include "api/topology/topology_index.h"
+#include "api/topology/topology_io.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "controller/core/controller.h"
+#include "controller/loomd/config.h"
+#include "controller/store/store.h"
+
+#ifndef LOOM_VERSION
+#define LOOM_VERSION "0.0.0"
+#endif
+#ifndef LOOM_GIT_COMMIT
+#define LOOM_GIT_COMMIT "unknown"
+#endif
+
+namespace {
+
+int Fail(int code, const std::string& msg) {
+  std::cerr << "loomd: " << msg << "\n";
+  LOG_ERROR("loomd exiting").With("error", msg);
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  loom::v1::LoomdConfig config;
+  std::string error;
+  switch (loom::loomd::LoadConfig(argc, argv, &config, &error)) {
+    case loom::loomd::ConfigResult::kHelp:
+      std::fputs(loom::loomd::kUsage, stdout);
+      return 0;
+    case loom::loomd::ConfigResult::kVersion:
+      std::printf("loomd %s (%s)\n", LOOM_VERSION, LOOM_GIT_COMMIT);
+      return 0;
+    case loom::loomd::ConfigResult::kError:
+      std::cerr << "loomd: " << error << "\n";
+      return 2;
+    case loom::loomd::ConfigResult::kOk:
+      break;
+  }
+  loom::LogLevel level = loom::LogLevel::kInfo;
+  loom::ParseLogLevel(config.log_level(), &level);
+  loom::SetLogLevel(level);
+  loom::SetLogFormat(config.log_format() == "json" ? loom::LogFormat::kJson
+                                                   : loom::LogFormat::kText);
+
+  // Block the signals in every thread; the main thread waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  loom::v1::Topology topo;
+  if (!loom::topology::LoadTopologyFile(config.topology_path(), &topo, &error)) {
+    std::cerr << "loomd: " << error << "\n";
+    return 2;
+  }
+  auto index = std::make_shared<const loom::topology::TopologyIndex>(std::move(topo));
+
+  loom::Status st;
+  auto store = loom::controller::SqliteStore::Open(config.database_path(), &st);
+  if (!store) return Fail(1, st.message());
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  loom::api::RegisterProcessMetrics(*registry, LOOM_VERSION, LOOM_GIT_COMMIT);
+
+  loom::SteadyClock clock;
+  boost::asio::io_context io;
+  loom::controller::ControllerOptions copts;
+  copts.event_retention = config.event_retention();
+  loom::controller::Controller controller(io, clock, *store, index, *registry, copts);
+  if (loom::Status s = controller.Start(); !s.ok()) {
+    return Fail(1, "cannot start the controller: " + s.message());
+  }
+  auto work = boost::asio::make_work_guard(io);
+  std::thread core([&io] { io.run(); });
+
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(config.metrics_listen());
+  } catch (const std::exception& e) {
+    work.reset();
+    io.stop();
+    core.join();
+    return Fail(1, "cannot listen for metrics on " + config.metrics_listen() + ": " + e.what());
+  }
+  exposer->RegisterCollectable(registry);
+  exposer->RegisterCollectable(loom::api::MakeProcessCollector());
+  int metrics_port = exposer->GetListeningPorts().empty() ? 0 : exposer->GetListeningPorts()[0];
+
+  loom::api::ServiceOptions sopts;
+  sopts.watch_queue_limit = config.event_retention() + 10'000;
+  loom::api::ApiServer server(controller, *registry, sopts);
+  if (loom::Status s = server.Start(config.grpc_listen()); !s.ok()) {
+    exposer.reset();
+    work.reset();
+    io.stop();
+    core.join();
+    return Fail(1, s.message());
+  }
+
+  LOG_INFO("loomd serving")
+      .With("version", LOOM_VERSION)
+      .With("grpc_port", server.port())
+      .With("metrics_port", metrics_port)
+      .With("topology", index->topology().name())
+      .With("devices", index->topology().devices_size())
+      .With("links", index->topology().links_size())
+      .With("database", config.database_path());
+  if (!config.ready_file().empty()) {
+    std::string tmp = config.ready_file() + ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << "{\"grpc_port\":" << server.port() << ",\"metrics_port\":" << metrics_port
+          << ",\"pid\":" << getpid() << "}\n";
+    }
+    std::rename(tmp.c_str(), config.ready_file().c_str());
+  }
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  LOG_INFO("shutting down").With("signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  server.Shutdown(std::chrono::milliseconds(2000));
+  exposer.reset();
+  work.reset();
+  io.stop();
+  core.join();
+  store.reset();
+  LOG_INFO("loomd stopped");
+  return 0;
+}

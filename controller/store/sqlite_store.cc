@@ -1,0 +1,286 @@
+#include <sqlite3.h>
+
+#include <functional>
+
+#include "controller/store/store.h"
+
+namespace loom::controller {
+
+namespace {
+
+// Forward migrations; index i migrates from version i to i+1.
+const char* const kMigrations[] = {
+    // 0 -> 1: jobs, drains, event log.
+    "CREATE TABLE jobs(job_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, spec BLOB NOT NULL,"
+    " revision INTEGER NOT NULL);"
+    "CREATE TABLE drains(link_id TEXT PRIMARY KEY, reason TEXT NOT NULL,"
+    " time_ns INTEGER NOT NULL, revision INTEGER NOT NULL);"
+    "CREATE TABLE events(revision INTEGER PRIMARY KEY, type INTEGER NOT NULL,"
+    " subject TEXT NOT NULL, body BLOB NOT NULL);",
+    // 1 -> 2: idempotency records and a key/value table.
+    "CREATE TABLE requests(request_id TEXT PRIMARY KEY, method TEXT NOT NULL,"
+    " request_hash INTEGER NOT NULL, response BLOB NOT NULL, revision INTEGER NOT NULL);"
+    "CREATE INDEX requests_by_revision ON requests(revision);"
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteStore::kLatestSchemaVersion);
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
+  ~Stmt() { sqlite3_finalize(s_); }
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return s_; }
+  void Text(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void Blob(int i, const std::string& v) {
+    sqlite3_bind_blob(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void Int(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  int Step() { return sqlite3_step(s_); }
+  void Reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  std::string ColText(int i) {
+    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, i));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_, i))) : std::string();
+  }
+  std::string ColBlob(int i) {
+    auto* p = static_cast<const char*>(sqlite3_column_blob(s_, i));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s_, i))) : std::string();
+  }
+  int64_t ColInt(int i) { return sqlite3_column_int64(s_, i); }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+  int rc_;
+};
+
+}  // namespace
+
+struct SqliteStore::Impl {
+  sqlite3* db = nullptr;
+  std::string path;
+  ~Impl() {
+    if (db) sqlite3_close_v2(db);
+  }
+  Status Exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      Status s = Internal(path + ": " + (err ? err : "sqlite error"));
+      sqlite3_free(err);
+      return s;
+    }
+    return Status::Ok();
+  }
+  Status Err(const std::string& what) {
+    return Internal(path + ": " + what + ": " + sqlite3_errmsg(db));
+  }
+};
+
+SqliteStore::SqliteStore(std::unique_ptr<Impl> impl, int version)
+    : impl_(std::move(impl)), schema_version_(version) {}
+SqliteStore::~SqliteStore() = default;
+
+std::unique_ptr<SqliteStore> SqliteStore::Open(const std::string& path, Status* status,
+                                               int target_version) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  if (sqlite3_open_v2(path.c_str(), &impl->db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    *status = Unavailable(path + ": cannot open database: " +
+                          (impl->db ? sqlite3_errmsg(impl->db) : "out of memory"));
+    return nullptr;
+  }
+  sqlite3_busy_timeout(impl->db, 5000);
+  // journal_mode returns a row; a non-database file fails here.
+  {
+    Stmt s(impl->db, "PRAGMA journal_mode=WAL");
+    if (!s.ok() || s.Step() != SQLITE_ROW) {
+      *status = impl->Err("not a usable SQLite database");
+      return nullptr;
+    }
+    if (s.ColText(0) != "wal") {
+      *status = Internal(path + ": cannot switch the database to WAL mode");
+      return nullptr;
+    }
+  }
+  if (Status s = impl->Exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"); !s.ok()) {
+    *status = s;
+    return nullptr;
+  }
+  if (Status s = impl->Exec("CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL)");
+      !s.ok()) {
+    *status = s;
+    return nullptr;
+  }
+  int version = 0;
+  {
+    Stmt s(impl->db, "SELECT version FROM schema_version");
+    if (!s.ok()) {
+      *status = impl->Err("reading schema_version");
+      return nullptr;
+    }
+    if (s.Step() == SQLITE_ROW) version = static_cast<int>(s.ColInt(0));
+  }
+  if (version > kLatestSchemaVersion) {
+    *status = FailedPrecondition(path + ": database schema version " + std::to_string(version) +
+                                 " is newer than this loomd supports (" +
+                                 std::to_string(kLatestSchemaVersion) + "); upgrade loomd");
+    return nullptr;
+  }
+  while (version < target_version) {
+    std::string sql = std::string("BEGIN IMMEDIATE;") + kMigrations[version] +
+                      "DELETE FROM schema_version; INSERT INTO schema_version VALUES(" +
+                      std::to_string(version + 1) + "); COMMIT;";
+    if (Status s = impl->Exec(sql.c_str()); !s.ok()) {
+      impl->Exec("ROLLBACK");
+      *status = Internal("migrating schema from version " + std::to_string(version) + " to " +
+                         std::to_string(version + 1) + " failed: " + s.message());
+      return nullptr;
+    }
+    ++version;
+  }
+  *status = Status::Ok();
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(impl), version));
+}
+
+Status SqliteStore::Load(size_t max_events, StoredState* out) {
+  *out = StoredState{};
+  sqlite3* db = impl_->db;
+  {
+    Stmt s(db, "SELECT job_id, spec FROM jobs ORDER BY job_id");
+    while (s.Step() == SQLITE_ROW) {
+      loom::v1::Job job;
+      if (!job.ParseFromString(s.ColBlob(1))) {
+        return {StatusCode::kDataLoss, impl_->path + ": job " + s.ColText(0) + " is corrupt"};
+      }
+      out->jobs.push_back(std::move(job));
+    }
+  }
+  {
+    Stmt s(db, "SELECT link_id, reason, time_ns, revision FROM drains ORDER BY link_id");
+    while (s.Step() == SQLITE_ROW) {
+      out->drains.push_back({s.ColText(0), s.ColText(1), s.ColInt(2),
+                             static_cast<uint64_t>(s.ColInt(3))});
+    }
+  }
+  {
+    Stmt s(db,
+           "SELECT body FROM (SELECT revision, body FROM events ORDER BY revision DESC LIMIT ?)"
+           " ORDER BY revision");
+    s.Int(1, static_cast<int64_t>(max_events));
+    while (s.Step() == SQLITE_ROW) {
+      loom::v1::Event ev;
+      if (!ev.ParseFromString(s.ColBlob(0))) {
+        return {StatusCode::kDataLoss, impl_->path + ": an event is corrupt"};
+      }
+      out->events.push_back(std::move(ev));
+    }
+  }
+  {
+    Stmt s(db, "SELECT MAX(revision) FROM events");
+    if (s.Step() == SQLITE_ROW) out->last_revision = static_cast<uint64_t>(s.ColInt(0));
+  }
+  if (schema_version_ >= 2) {
+    Stmt s(db, "SELECT request_id, method, request_hash, response, revision FROM requests");
+    while (s.Step() == SQLITE_ROW) {
+      out->requests.push_back({s.ColText(0), s.ColText(1), static_cast<uint64_t>(s.ColInt(2)),
+                               s.ColBlob(3), static_cast<uint64_t>(s.ColInt(4))});
+    }
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::Commit(const Mutation& m) {
+  sqlite3* db = impl_->db;
+  if (Status s = impl_->Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  auto fail = [&](const std::string& what) {
+    Status s = impl_->Err(what);
+    impl_->Exec("ROLLBACK");
+    return s;
+  };
+  if (!m.put_jobs.empty()) {
+    Stmt s(db, "INSERT OR REPLACE INTO jobs(job_id, tenant, spec, revision) VALUES(?,?,?,?)");
+    for (const auto& job : m.put_jobs) {
+      s.Text(1, job.job_id());
+      s.Text(2, job.tenant());
+      s.Blob(3, job.SerializeAsString());
+      s.Int(4, static_cast<int64_t>(job.status().revision()));
+      if (s.Step() != SQLITE_DONE) return fail("writing job " + job.job_id());
+      s.Reset();
+    }
+  }
+  if (!m.delete_jobs.empty()) {
+    Stmt s(db, "DELETE FROM jobs WHERE job_id = ?");
+    for (const auto& id : m.delete_jobs) {
+      s.Text(1, id);
+      if (s.Step() != SQLITE_DONE) return fail("deleting job " + id);
+      s.Reset();
+    }
+  }
+  if (!m.put_drains.empty()) {
+    Stmt s(db,
+           "INSERT OR REPLACE INTO drains(link_id, reason, time_ns, revision) VALUES(?,?,?,?)");
+    for (const auto& d : m.put_drains) {
+      s.Text(1, d.link_id);
+      s.Text(2, d.reason);
+      s.Int(3, d.time_ns);
+      s.Int(4, static_cast<int64_t>(d.revision));
+      if (s.Step() != SQLITE_DONE) return fail("writing drain " + d.link_id);
+      s.Reset();
+    }
+  }
+  if (!m.delete_drains.empty()) {
+    Stmt s(db, "DELETE FROM drains WHERE link_id = ?");
+    for (const auto& id : m.delete_drains) {
+      s.Text(1, id);
+      if (s.Step() != SQLITE_DONE) return fail("deleting drain " + id);
+      s.Reset();
+    }
+  }
+  if (!m.events.empty()) {
+    Stmt s(db, "INSERT INTO events(revision, type, subject, body) VALUES(?,?,?,?)");
+    for (const auto& ev : m.events) {
+      s.Int(1, static_cast<int64_t>(ev.revision()));
+      s.Int(2, ev.type());
+      s.Text(3, ev.subject());
+      s.Blob(4, ev.SerializeAsString());
+      if (s.Step() != SQLITE_DONE) return fail("appending event");
+      s.Reset();
+    }
+  }
+  if (!m.requests.empty()) {
+    Stmt s(db,
+           "INSERT OR REPLACE INTO requests(request_id, method, request_hash, response, revision)"
+           " VALUES(?,?,?,?,?)");
+    for (const auto& r : m.requests) {
+      s.Text(1, r.request_id);
+      s.Text(2, r.method);
+      s.Int(3, static_cast<int64_t>(r.request_hash));
+      s.Blob(4, r.response);
+      s.Int(5, static_cast<int64_t>(r.revision));
+      if (s.Step() != SQLITE_DONE) return fail("recording request id");
+      s.Reset();
+    }
+  }
+  if (m.prune_events_before > 0) {
+    Stmt s(db, "DELETE FROM events WHERE revision < ?");
+    s.Int(1, static_cast<int64_t>(m.prune_events_before));
+    if (s.Step() != SQLITE_DONE) return fail("pruning events");
+  }
+  if (m.prune_requests_before > 0) {
+    Stmt s(db, "DELETE FROM requests WHERE revision < ?");
+    s.Int(1, static_cast<int64_t>(m.prune_requests_before));
+    if (s.Step() != SQLITE_DONE) return fail("pruning request ids");
+  }
+  if (sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return fail("commit");
+  }
+  return Status::Ok();
+}
+
+}  // namespace loom::controller

@@ -1,0 +1,294 @@
+// Controller core: jobs and drains are validated, persisted, evented, and
+// reloaded after a restart; idempotent retries; event replay.
+#include "controller/core/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "tests/unit/test_util.h"
+
+namespace loom::controller {
+namespace {
+
+// Runs a Controller on its own io_context thread; calls are made synchronous.
+class Harness {
+ public:
+  Harness(const std::string& db, std::shared_ptr<const loom::topology::TopologyIndex> topo,
+          ControllerOptions opts = {})
+      : work_(boost::asio::make_work_guard(io_)) {
+    Status st;
+    store_ = SqliteStore::Open(db, &st);
+    EXPECT_TRUE(store_) << st.message();
+    controller_ = std::make_unique<Controller>(io_, clock_, *store_, topo, registry_, opts);
+    start_status_ = controller_->Start();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~Harness() {
+    work_.reset();
+    io_.stop();
+    thread_.join();
+  }
+
+  template <typename Req, typename Resp>
+  std::pair<Status, Resp> Call(void (Controller::*fn)(Req, Controller::Done<Resp>), Req req) {
+    std::promise<std::pair<Status, Resp>> p;
+    (controller_.get()->*fn)(std::move(req),
+                             [&p](Status s, Resp r) { p.set_value({s, std::move(r)}); });
+    return p.get_future().get();
+  }
+
+  // Collects replayed events from `from` (replay only).
+  std::vector<v1::Event> Replay(uint64_t from, Status* status = nullptr) {
+    std::vector<v1::Event> out;
+    std::promise<Status> p;
+    controller_->Subscribe(
+        from, /*follow=*/false,
+        [&out](const v1::Event& e) {
+          out.push_back(e);
+          return true;
+        },
+        [&p](Status s, uint64_t) { p.set_value(s); });
+    Status s = p.get_future().get();
+    if (status) *status = s;
+    return out;
+  }
+
+  Controller& c() { return *controller_; }
+  VirtualClock clock_{0};
+  Status start_status_;
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  prometheus::Registry registry_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<Controller> controller_;
+  std::thread thread_;
+};
+
+v1::RegisterJobRequest JobReq(const std::string& id, const std::string& request_id = "") {
+  v1::RegisterJobRequest r;
+  r.mutable_job()->set_tenant("acme");
+  r.mutable_job()->set_job_id(id);
+  r.mutable_job()->add_endpoints("host000-gpu0");
+  r.mutable_job()->add_endpoints("host002-gpu1");
+  r.set_request_id(request_id);
+  return r;
+}
+
+const std::string kLink = "leaf0:Ethernet0--spine0:Ethernet0";
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  loom::testing::TempDir dir_;
+  std::shared_ptr<const loom::topology::TopologyIndex> topo_ = loom::testing::SmallFabric();
+  std::string db_ = dir_.File("loom.db");
+};
+
+TEST_F(ControllerTest, RegisterGetListRelease) {
+  Harness h(db_, topo_);
+  ASSERT_TRUE(h.start_status_.ok());
+  auto [s1, r1] = h.Call(&Controller::RegisterJob, JobReq("j1"));
+  ASSERT_TRUE(s1.ok()) << s1.message();
+  EXPECT_EQ(r1.job().status().state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(r1.job().status().revision(), 2u);  // 1 is CONTROLLER_STARTED
+  h.Call(&Controller::RegisterJob, JobReq("j0"));
+
+  v1::GetJobRequest g;
+  g.set_job_id("j1");
+  auto [s2, r2] = h.Call(&Controller::GetJob, g);
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ(r2.job().tenant(), "acme");
+
+  auto [s3, r3] = h.Call(&Controller::ListJobs, v1::ListJobsRequest());
+  ASSERT_EQ(r3.jobs_size(), 2);
+  EXPECT_EQ(r3.jobs(0).job_id(), "j0");  // ordered by id
+
+  v1::ReleaseJobRequest rel;
+  rel.set_job_id("j1");
+  auto [s4, r4] = h.Call(&Controller::ReleaseJob, rel);
+  ASSERT_TRUE(s4.ok());
+  EXPECT_EQ(r4.job().status().state(), v1::JOB_STATE_RELEASED);
+  auto [s5, r5] = h.Call(&Controller::GetJob, g);
+  EXPECT_EQ(s5.code(), StatusCode::kNotFound);
+  EXPECT_NE(s5.message().find("job_id"), std::string::npos);
+}
+
+TEST_F(ControllerTest, DuplicateJobIdIsAlreadyExists) {
+  Harness h(db_, topo_);
+  ASSERT_TRUE(h.Call(&Controller::RegisterJob, JobReq("j1")).first.ok());
+  auto [s, r] = h.Call(&Controller::RegisterJob, JobReq("j1"));
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(s.message().find("job.job_id"), std::string::npos);
+}
+
+TEST_F(ControllerTest, RetryWithSameRequestIdReturnsFirstAnswer) {
+  Harness h(db_, topo_);
+  auto [s1, r1] = h.Call(&Controller::RegisterJob, JobReq("j1", "req-1"));
+  ASSERT_TRUE(s1.ok());
+  auto [s2, r2] = h.Call(&Controller::RegisterJob, JobReq("j1", "req-1"));
+  ASSERT_TRUE(s2.ok()) << s2.message();
+  EXPECT_EQ(r1.SerializeAsString(), r2.SerializeAsString());
+  // Only one registration event exists.
+  int registered = 0;
+  for (const auto& e : h.Replay(1)) registered += e.type() == v1::EVENT_TYPE_JOB_REGISTERED;
+  EXPECT_EQ(registered, 1);
+  // The same request id for a different request is refused.
+  auto [s3, r3] = h.Call(&Controller::RegisterJob, JobReq("j2", "req-1"));
+  EXPECT_EQ(s3.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s3.message().find("request_id"), std::string::npos);
+}
+
+TEST_F(ControllerTest, RequestIdsSurviveRestart) {
+  v1::RegisterJobResponse first;
+  {
+    Harness h(db_, topo_);
+    first = h.Call(&Controller::RegisterJob, JobReq("j1", "req-9")).second;
+  }
+  Harness h(db_, topo_);
+  auto [s, r] = h.Call(&Controller::RegisterJob, JobReq("j1", "req-9"));
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(r.SerializeAsString(), first.SerializeAsString());
+}
+
+TEST_F(ControllerTest, UpdateJobKeepsTenantAndBumpsRevision) {
+  Harness h(db_, topo_);
+  auto reg = h.Call(&Controller::RegisterJob, JobReq("j1")).second;
+  v1::UpdateJobRequest u;
+  *u.mutable_job() = JobReq("j1").job();
+  u.mutable_job()->add_endpoints("host001-gpu0");
+  auto [s, r] = h.Call(&Controller::UpdateJob, u);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(r.job().endpoints_size(), 3);
+  EXPECT_GT(r.job().status().revision(), reg.job().status().revision());
+  u.mutable_job()->set_tenant("other");
+  auto [s2, r2] = h.Call(&Controller::UpdateJob, u);
+  EXPECT_EQ(s2.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s2.message().find("job.tenant"), std::string::npos);
+  u.mutable_job()->set_job_id("missing");
+  u.mutable_job()->set_tenant("acme");
+  EXPECT_EQ(h.Call(&Controller::UpdateJob, u).first.code(), StatusCode::kNotFound);
+}
+
+TEST_F(ControllerTest, DrainUndrainAreEventedAndIdempotent) {
+  Harness h(db_, topo_);
+  v1::DrainLinkRequest d;
+  d.set_link_id(kLink);
+  d.set_reason("optics swap");
+  auto [s1, r1] = h.Call(&Controller::DrainLink, d);
+  ASSERT_TRUE(s1.ok()) << s1.message();
+  EXPECT_EQ(r1.link().admin_state(), v1::LINK_ADMIN_STATE_DRAINED);
+  EXPECT_GT(r1.revision(), 0u);
+  auto [s2, r2] = h.Call(&Controller::DrainLink, d);  // already drained
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ(r2.revision(), 0u);
+
+  v1::ListLinksRequest ll;
+  ll.set_drained_only(true);
+  auto [s3, r3] = h.Call(&Controller::ListLinks, ll);
+  ASSERT_EQ(r3.links_size(), 1);
+  EXPECT_EQ(r3.links(0).drain_reason(), "optics swap");
+
+  v1::UndrainLinkRequest u;
+  u.set_link_id(kLink);
+  auto [s4, r4] = h.Call(&Controller::UndrainLink, u);
+  ASSERT_TRUE(s4.ok());
+  EXPECT_EQ(r4.link().admin_state(), v1::LINK_ADMIN_STATE_IN_SERVICE);
+
+  auto events = h.Replay(1);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[1].type(), v1::EVENT_TYPE_LINK_DRAINED);
+  EXPECT_EQ(events[1].subject(), kLink);
+  EXPECT_NE(events[1].cause().find("optics swap"), std::string::npos);
+  EXPECT_EQ(events[2].type(), v1::EVENT_TYPE_LINK_UNDRAINED);
+}
+
+TEST_F(ControllerTest, DrainErrors) {
+  Harness h(db_, topo_);
+  v1::DrainLinkRequest d;
+  d.set_link_id("no-such-link");
+  d.set_reason("x");
+  EXPECT_EQ(h.Call(&Controller::DrainLink, d).first.code(), StatusCode::kNotFound);
+  d.set_link_id(kLink);
+  d.clear_reason();
+  auto [s, r] = h.Call(&Controller::DrainLink, d);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message().rfind("reason:", 0), 0u);
+}
+
+TEST_F(ControllerTest, StateIsReloadedAfterRestart) {
+  {
+    Harness h(db_, topo_);
+    h.Call(&Controller::RegisterJob, JobReq("j1"));
+    h.Call(&Controller::RegisterJob, JobReq("j2"));
+    v1::DrainLinkRequest d;
+    d.set_link_id(kLink);
+    d.set_reason("maintenance");
+    h.Call(&Controller::DrainLink, d);
+  }
+  Harness h(db_, topo_);
+  auto jobs = h.Call(&Controller::ListJobs, v1::ListJobsRequest()).second;
+  EXPECT_EQ(jobs.jobs_size(), 2);
+  v1::GetLinkRequest g;
+  g.set_link_id(kLink);
+  EXPECT_EQ(h.Call(&Controller::GetLink, g).second.link().admin_state(),
+            v1::LINK_ADMIN_STATE_DRAINED);
+  // Revisions continue where they stopped: 1 start, 2-3 jobs, 4 drain, 5 start.
+  auto events = h.Replay(1);
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events.back().type(), v1::EVENT_TYPE_CONTROLLER_STARTED);
+  EXPECT_EQ(events.back().revision(), 5u);
+}
+
+TEST_F(ControllerTest, ReplayOlderThanRetentionIsOutOfRange) {
+  ControllerOptions opts;
+  opts.event_retention = 3;
+  Harness h(db_, topo_, opts);
+  for (int i = 0; i < 5; ++i) h.Call(&Controller::RegisterJob, JobReq("j" + std::to_string(i)));
+  Status st;
+  h.Replay(1, &st);
+  EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
+  EXPECT_NE(st.message().find("oldest is 4"), std::string::npos) << st.message();
+  auto events = h.Replay(4, &st);
+  EXPECT_TRUE(st.ok());
+  EXPECT_EQ(events.size(), 3u);
+}
+
+TEST_F(ControllerTest, LiveSubscribersSeeNewEventsInOrder) {
+  Harness h(db_, topo_);
+  std::mutex mu;
+  std::vector<uint64_t> seen;
+  std::promise<uint64_t> id;
+  h.c().Subscribe(
+      0, true,
+      [&](const v1::Event& e) {
+        std::lock_guard<std::mutex> l(mu);
+        seen.push_back(e.revision());
+        return true;
+      },
+      [&](Status, uint64_t i) { id.set_value(i); });
+  EXPECT_GT(id.get_future().get(), 0u);
+  h.Call(&Controller::RegisterJob, JobReq("a"));
+  h.Call(&Controller::RegisterJob, JobReq("b"));
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_EQ(seen, (std::vector<uint64_t>{2, 3}));
+}
+
+TEST_F(ControllerTest, PaginatesLinks) {
+  Harness h(db_, topo_);
+  v1::ListLinksRequest req;
+  req.set_page_size(5);
+  std::set<std::string> all;
+  for (int pages = 0; pages < 10; ++pages) {
+    auto resp = h.Call(&Controller::ListLinks, req).second;
+    for (const auto& l : resp.links()) EXPECT_TRUE(all.insert(l.link().id()).second);
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  EXPECT_EQ(all.size(), static_cast<size_t>(topo_->topology().links_size()));
+}
+
+}  // namespace
+}  // namespace loom::controller

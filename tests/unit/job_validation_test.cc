@@ -1,0 +1,113 @@
+// Job spec validation: every rejection names the field and the reason.
+#include "controller/core/job_validation.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/test_util.h"
+
+namespace loom::controller {
+namespace {
+
+class JobValidationTest : public ::testing::Test {
+ protected:
+  JobValidationTest() : topo_(loom::testing::SmallFabric()) {
+    job_.set_tenant("acme");
+    job_.set_job_id("j1");
+    job_.add_endpoints("host000-gpu0");
+    job_.add_endpoints("host003-nic1");
+  }
+  void ExpectInvalid(const std::string& field, const std::string& reason) {
+    Status s = ValidateJobSpec(job_, *topo_);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.message().rfind(field + ":", 0), 0u) << s.message();
+    EXPECT_NE(s.message().find(reason), std::string::npos) << s.message();
+  }
+  std::shared_ptr<const loom::topology::TopologyIndex> topo_;
+  v1::Job job_;
+};
+
+TEST_F(JobValidationTest, AcceptsGpuAndNicEndpoints) { EXPECT_TRUE(ValidateJobSpec(job_, *topo_).ok()); }
+
+TEST_F(JobValidationTest, RejectsEmptyTenant) {
+  job_.clear_tenant();
+  ExpectInvalid("job.tenant", "must not be empty");
+}
+
+TEST_F(JobValidationTest, RejectsEmptyJobId) {
+  job_.clear_job_id();
+  ExpectInvalid("job.job_id", "must not be empty");
+}
+
+TEST_F(JobValidationTest, RejectsUnknownEndpoint) {
+  job_.add_endpoints("host999-gpu0");
+  ExpectInvalid("job.endpoints[2]", "unknown endpoint \"host999-gpu0\"");
+}
+
+TEST_F(JobValidationTest, RejectsSwitchAsEndpoint) {
+  job_.add_endpoints("leaf0");
+  ExpectInvalid("job.endpoints[2]", "unknown endpoint \"leaf0\"");
+}
+
+TEST_F(JobValidationTest, RejectsDuplicateEndpoint) {
+  job_.add_endpoints("host000-gpu0");
+  ExpectInvalid("job.endpoints[2]", "listed twice");
+}
+
+TEST_F(JobValidationTest, RejectsNoEndpoints) {
+  job_.clear_endpoints();
+  ExpectInvalid("job.endpoints", "at least one");
+}
+
+TEST_F(JobValidationTest, RejectsOverlappingQpRanges) {
+  auto* a = job_.add_qp_ranges();
+  a->set_first(100);
+  a->set_last(200);
+  auto* b = job_.add_qp_ranges();
+  b->set_first(300);
+  b->set_last(400);
+  auto* c = job_.add_qp_ranges();
+  c->set_first(200);
+  c->set_last(250);
+  ExpectInvalid("job.qp_ranges[2]", "[200, 250] overlaps job.qp_ranges[0] [100, 200]");
+}
+
+TEST_F(JobValidationTest, RejectsInvertedRange) {
+  auto* a = job_.add_qp_ranges();
+  a->set_first(10);
+  a->set_last(5);
+  ExpectInvalid("job.qp_ranges[0]", "first 10 is greater than last 5");
+}
+
+TEST_F(JobValidationTest, RejectsQpnAbove24Bits) {
+  auto* a = job_.add_qp_ranges();
+  a->set_first(1);
+  a->set_last(0x1000000);
+  ExpectInvalid("job.qp_ranges[0]", "exceeds 16777215");
+}
+
+TEST_F(JobValidationTest, RejectsPortAbove65535AndOverlap) {
+  auto* a = job_.add_udp_source_port_ranges();
+  a->set_first(49152);
+  a->set_last(70000);
+  ExpectInvalid("job.udp_source_port_ranges[0]", "exceeds 65535");
+  a->set_last(50000);
+  auto* b = job_.add_udp_source_port_ranges();
+  b->set_first(49999);
+  b->set_last(49999);
+  ExpectInvalid("job.udp_source_port_ranges[1]", "overlaps");
+}
+
+TEST_F(JobValidationTest, RejectsTrafficClassAbove7) {
+  job_.set_traffic_class(8);
+  ExpectInvalid("job.traffic_class", "0..7");
+}
+
+TEST(RequestIdTest, EmptyIsFineSpacesAreNot) {
+  EXPECT_TRUE(ValidateRequestId("").ok());
+  EXPECT_TRUE(ValidateRequestId("abc-123").ok());
+  EXPECT_FALSE(ValidateRequestId("a b").ok());
+  EXPECT_FALSE(ValidateRequestId(std::string(200, 'x')).ok());
+}
+
+}  // namespace
+}  // namespace loom::controller
