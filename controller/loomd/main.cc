@@ -107,7 +107,9 @@ int main(int argc, char** argv) {
     return Fail(1, "cannot listen for metrics on " + config.metrics_listen() + ": " + e.what());
   }
   exposer->RegisterCollectable(registry);
-  exposer->RegisterCollectable(loom::api::MakeProcessCollector());
+  // The exposer keeps weak references: the collectors must outlive it.
+  auto process_collector = loom::api::MakeProcessCollector();
+  exposer->RegisterCollectable(process_collector);
   int metrics_port = exposer->GetListeningPorts().empty() ? 0 : exposer->GetListeningPorts()[0];
 
   loom::api::ServiceOptions sopts;
