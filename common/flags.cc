@@ -65,8 +65,7 @@ bool Flags::GetInt(const std::string& name, int64_t def, int64_t* out, std::stri
   return true;
 }
 
-bool Flags::GetDouble(const std::string& name, double def, double* out,
-                      std::string* error) const {
+bool Flags::GetDouble(const std::string& name, double def, double* out, std::string* error) const {
   auto it = values_.find(name);
   if (it == values_.end()) {
     *out = def;

@@ -21,7 +21,8 @@ namespace v1 = loom::v1;
 using google::protobuf::util::TimeUtil;
 using loom::loomctl::Table;
 
-constexpr char kUsage[] = R"(usage: loomctl [--server HOST:PORT] [--json] [--timeout SECONDS] COMMAND
+constexpr char kUsage[] =
+    R"(usage: loomctl [--server HOST:PORT] [--json] [--timeout SECONDS] COMMAND
 
 Talks to loomd's gRPC API (default server: $LOOM_SERVER or 127.0.0.1:50061).
 
@@ -82,11 +83,23 @@ int Report(const grpc::Status& s, const Ctx& ctx) {
               << "\n         is loomd running? (set --server or LOOM_SERVER)\n";
     return 3;
   }
-  static const char* const kCodes[] = {
-      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-      "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* const kCodes[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
   int code = s.error_code();
   std::cerr << "loomctl: " << (code >= 0 && code <= 16 ? kCodes[code] : "ERROR") << ": "
             << s.error_message() << "\n";
@@ -148,10 +161,11 @@ void PrintJobs(const google::protobuf::RepeatedPtrField<v1::Job>& jobs) {
     const auto& a = j.status().assignment();
     bool assigned = j.status().has_assignment();
     t.Add({j.job_id(), j.tenant(), std::to_string(j.endpoints_size()),
-           std::to_string(j.traffic_class()), Short(v1::JobState_Name(j.status().state()), "JOB_STATE_"),
+           std::to_string(j.traffic_class()),
+           Short(v1::JobState_Name(j.status().state()), "JOB_STATE_"),
            assigned ? std::to_string(a.primary_color()) : "-",
-           assigned ? std::to_string(a.backup_color()) : "-",
-           std::to_string(j.status().revision()), Ts(j.status().update_time())});
+           assigned ? std::to_string(a.backup_color()) : "-", std::to_string(j.status().revision()),
+           Ts(j.status().update_time())});
   }
   t.Print(std::cout);
 }
@@ -159,13 +173,12 @@ void PrintJobs(const google::protobuf::RepeatedPtrField<v1::Job>& jobs) {
 void PrintJob(const v1::Job& j) {
   std::cout << "job:        " << j.job_id() << "\n"
             << "tenant:     " << j.tenant() << "\n"
-            << "state:      " << Short(v1::JobState_Name(j.status().state()), "JOB_STATE_")
-            << "\n"
+            << "state:      " << Short(v1::JobState_Name(j.status().state()), "JOB_STATE_") << "\n"
             << "message:    " << j.status().message() << "\n"
             << "endpoints:  " << j.endpoints_size() << "\n"
             << "class:      " << j.traffic_class() << "\n"
-            << "collective: " << Short(v1::CollectivePattern_Name(j.collective()), "COLLECTIVE_PATTERN_")
-            << "\n"
+            << "collective: "
+            << Short(v1::CollectivePattern_Name(j.collective()), "COLLECTIVE_PATTERN_") << "\n"
             << "revision:   " << j.status().revision() << "\n"
             << "created:    " << Ts(j.status().create_time()) << "\n"
             << "updated:    " << Ts(j.status().update_time()) << "\n";
@@ -419,10 +432,10 @@ int CmdWatch(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& 
 int main(int argc, char** argv) {
   loom::Flags flags;
   std::string error;
-  if (!flags.Parse(argc, argv, 1,
-                   {"server", "timeout", "device", "reason", "tenant", "from", "subject",
-                    "request-id"},
-                   {"json", "help", "drained"}, &error)) {
+  if (!flags.Parse(
+          argc, argv, 1,
+          {"server", "timeout", "device", "reason", "tenant", "from", "subject", "request-id"},
+          {"json", "help", "drained"}, &error)) {
     std::cerr << "loomctl: " << error << "\n";
     return 2;
   }
@@ -444,8 +457,8 @@ int main(int argc, char** argv) {
   ctx.channel = grpc::CreateChannel(ctx.server, grpc::InsecureChannelCredentials());
   if (!ctx.channel->WaitForConnected(std::chrono::system_clock::now() +
                                      std::chrono::seconds(std::min<int64_t>(t, 5)))) {
-    std::cerr << "loomctl: cannot reach loomd at " << ctx.server
-              << " (no connection within " << std::min<int64_t>(t, 5)
+    std::cerr << "loomctl: cannot reach loomd at " << ctx.server << " (no connection within "
+              << std::min<int64_t>(t, 5)
               << "s)\n         is loomd running? (set --server or LOOM_SERVER)\n";
     return 3;
   }

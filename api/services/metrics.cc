@@ -14,12 +14,23 @@
 namespace loom::api {
 
 const char* GrpcCodeName(int code) {
-  static const char* const kNames[] = {
-      "OK",        "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",    "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",       "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
   if (code < 0 || code > 16) return "UNKNOWN";
   return kNames[code];
 }
@@ -40,8 +51,8 @@ void GrpcMetrics::Record(const std::string& method, int code, double seconds) {
   const std::string& m = known_methods_.count(method) ? method : kUnknown;
   requests_.Add({{"method", m}, {"code", GrpcCodeName(code)}}).Increment();
   static const prometheus::Histogram::BucketBoundaries kBuckets{
-      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-      5, 10};
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
   latency_.Add({{"method", m}}, kBuckets).Observe(seconds);
 }
 
@@ -156,8 +167,7 @@ class ProcessCollector : public prometheus::Collectable {
     return {
         Gauge("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
               ps.cpu_seconds, prometheus::MetricType::Counter),
-        Gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
-              ps.resident_bytes),
+        Gauge("process_resident_memory_bytes", "Resident memory size in bytes.", ps.resident_bytes),
         Gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.", ps.virtual_bytes),
         Gauge("process_start_time_seconds",
               "Start time of the process since unix epoch in seconds.", ps.start_time_seconds),

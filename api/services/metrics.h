@@ -30,8 +30,7 @@ class GrpcMetrics {
   prometheus::Family<prometheus::Histogram>& latency_;
 };
 
-class GrpcMetricsInterceptorFactory
-    : public grpc::experimental::ServerInterceptorFactoryInterface {
+class GrpcMetricsInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
   explicit GrpcMetricsInterceptorFactory(GrpcMetrics* metrics) : metrics_(metrics) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(

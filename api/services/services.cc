@@ -178,17 +178,15 @@ grpc::ServerUnaryReactor* FabricServiceImpl::GetTopology(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* FabricServiceImpl::ListLinks(grpc::CallbackServerContext* ctx,
                                                        const v1::ListLinksRequest* req,
                                                        v1::ListLinksResponse* resp) {
-  return Unary(ctx, req, resp, [this](auto r, auto done) {
-    controller_.ListLinks(std::move(r), std::move(done));
-  });
+  return Unary(ctx, req, resp,
+               [this](auto r, auto done) { controller_.ListLinks(std::move(r), std::move(done)); });
 }
 
 grpc::ServerUnaryReactor* FabricServiceImpl::GetLink(grpc::CallbackServerContext* ctx,
                                                      const v1::GetLinkRequest* req,
                                                      v1::GetLinkResponse* resp) {
-  return Unary(ctx, req, resp, [this](auto r, auto done) {
-    controller_.GetLink(std::move(r), std::move(done));
-  });
+  return Unary(ctx, req, resp,
+               [this](auto r, auto done) { controller_.GetLink(std::move(r), std::move(done)); });
 }
 
 grpc::ServerUnaryReactor* FabricServiceImpl::DrainLink(grpc::CallbackServerContext* ctx,
@@ -199,9 +197,8 @@ grpc::ServerUnaryReactor* FabricServiceImpl::DrainLink(grpc::CallbackServerConte
     reactor->Finish(ToGrpc(s));
     return reactor;
   }
-  return Unary(ctx, req, resp, [this](auto r, auto done) {
-    controller_.DrainLink(std::move(r), std::move(done));
-  });
+  return Unary(ctx, req, resp,
+               [this](auto r, auto done) { controller_.DrainLink(std::move(r), std::move(done)); });
 }
 
 grpc::ServerUnaryReactor* FabricServiceImpl::UndrainLink(grpc::CallbackServerContext* ctx,
@@ -277,9 +274,8 @@ grpc::ServerUnaryReactor* SchedulerServiceImpl::UpdateJob(grpc::CallbackServerCo
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job: required"));
     return reactor;
   }
-  return Unary(ctx, req, resp, [this](auto r, auto done) {
-    controller_.UpdateJob(std::move(r), std::move(done));
-  });
+  return Unary(ctx, req, resp,
+               [this](auto r, auto done) { controller_.UpdateJob(std::move(r), std::move(done)); });
 }
 
 grpc::ServerUnaryReactor* SchedulerServiceImpl::ReleaseJob(grpc::CallbackServerContext* ctx,
@@ -294,17 +290,15 @@ grpc::ServerUnaryReactor* SchedulerServiceImpl::ReleaseJob(grpc::CallbackServerC
 grpc::ServerUnaryReactor* SchedulerServiceImpl::GetJob(grpc::CallbackServerContext* ctx,
                                                        const v1::GetJobRequest* req,
                                                        v1::GetJobResponse* resp) {
-  return Unary(ctx, req, resp, [this](auto r, auto done) {
-    controller_.GetJob(std::move(r), std::move(done));
-  });
+  return Unary(ctx, req, resp,
+               [this](auto r, auto done) { controller_.GetJob(std::move(r), std::move(done)); });
 }
 
 grpc::ServerUnaryReactor* SchedulerServiceImpl::ListJobs(grpc::CallbackServerContext* ctx,
                                                          const v1::ListJobsRequest* req,
                                                          v1::ListJobsResponse* resp) {
-  return Unary(ctx, req, resp, [this](auto r, auto done) {
-    controller_.ListJobs(std::move(r), std::move(done));
-  });
+  return Unary(ctx, req, resp,
+               [this](auto r, auto done) { controller_.ListJobs(std::move(r), std::move(done)); });
 }
 
 grpc::ServerWriteReactor<v1::WatchJobsResponse>* SchedulerServiceImpl::WatchJobs(

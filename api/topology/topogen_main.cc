@@ -51,12 +51,12 @@ int main(int argc, char** argv) {
   }
   loom::Flags flags;
   std::string error;
-  if (!flags.Parse(argc, args.data(), 2,
-                   {"leaves", "spines", "hosts-per-leaf", "links-per-spine", "hosts",
-                    "hosts-per-stripe", "pods", "leaves-per-pod", "spines-per-pod",
-                    "super-spines", "name", "gpus-per-host", "nics-per-host", "nic-speed",
-                    "uplink-speed", "delay-ns", "output"},
-                   {"help"}, &error)) {
+  if (!flags.Parse(
+          argc, args.data(), 2,
+          {"leaves", "spines", "hosts-per-leaf", "links-per-spine", "hosts", "hosts-per-stripe",
+           "pods", "leaves-per-pod", "spines-per-pod", "super-spines", "name", "gpus-per-host",
+           "nics-per-host", "nic-speed", "uplink-speed", "delay-ns", "output"},
+          {"help"}, &error)) {
     std::cerr << "loom-topogen: " << error << "\n";
     return 2;
   }

@@ -167,9 +167,8 @@ bool GenerateRail(const RailParams& p, Topology* out, std::string* error) {
     int st = h / p.hosts_per_stripe;
     auto nics = b.AddHost(HostId(h), p.host, "", /*rail_nics=*/true);
     for (int r = 0; r < rails; ++r) {
-      b.Link(nics[static_cast<size_t>(r)],
-             "leaf-s" + std::to_string(st) + "-r" + std::to_string(r), p.host.nic_speed_bps,
-             p.propagation_delay_ns);
+      b.Link(nics[static_cast<size_t>(r)], "leaf-s" + std::to_string(st) + "-r" + std::to_string(r),
+             p.host.nic_speed_bps, p.propagation_delay_ns);
     }
   }
   return true;
@@ -198,8 +197,7 @@ bool GenerateClos3(const Clos3Params& p, Topology* out, std::string* error) {
     std::string pod_name = "pod" + std::to_string(pod);
     for (int s = 0; s < p.spines_per_pod; ++s) {
       std::string spine = pod_name + "-spine" + std::to_string(s);
-      b.AddSwitch(spine, loom::v1::DEVICE_ROLE_SPINE, 65000 + static_cast<uint32_t>(pod),
-                  pod_name);
+      b.AddSwitch(spine, loom::v1::DEVICE_ROLE_SPINE, 65000 + static_cast<uint32_t>(pod), pod_name);
       for (int x = 0; x < per_plane; ++x) {
         b.Link(spine, "superspine" + std::to_string(s * per_plane + x), p.uplink_speed_bps,
                p.propagation_delay_ns);

@@ -83,8 +83,8 @@ bool ParseTopologyJson(std::string_view json, std::string_view source, loom::v1:
   auto status = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(json.data(), json.size()), out, options);
   if (!status.ok()) {
-    *error = std::string(source) + ": not a valid loom.v1.Topology JSON document: " +
-             std::string(status.message());
+    *error = std::string(source) +
+             ": not a valid loom.v1.Topology JSON document: " + std::string(status.message());
     return false;
   }
   auto errors = ValidateTopology(*out);

@@ -30,9 +30,7 @@ int Tier(DeviceRole r) {
   }
 }
 
-bool KnownRole(int r) {
-  return r >= loom::v1::DEVICE_ROLE_LEAF && r <= loom::v1::DEVICE_ROLE_NIC;
-}
+bool KnownRole(int r) { return r >= loom::v1::DEVICE_ROLE_LEAF && r <= loom::v1::DEVICE_ROLE_NIC; }
 
 }  // namespace
 
@@ -57,8 +55,8 @@ std::vector<ValidationError> ValidateTopology(const Topology& topo) {
     }
     int occ = id_seen[d.id()]++;
     if (auto it = first_use.find(d.id()); it != first_use.end()) {
-      add(el + " (" + Q(d.id()) + ")", "duplicate id " + Q(d.id()) + " (first used by " +
-          it->second + ")", d.id(), occ);
+      add(el + " (" + Q(d.id()) + ")",
+          "duplicate id " + Q(d.id()) + " (first used by " + it->second + ")", d.id(), occ);
       continue;
     }
     first_use[d.id()] = el;
@@ -73,8 +71,8 @@ std::vector<ValidationError> ValidateTopology(const Topology& topo) {
     if (d.role() == loom::v1::DEVICE_ROLE_SPINE) has_spine = true;
     if (d.role() == loom::v1::DEVICE_ROLE_SUPER_SPINE) has_super = true;
     if (d.line_rate_bps() < 0) {
-      add(el + " (" + Q(d.id()) + ")", "negative line_rate_bps " +
-          std::to_string(d.line_rate_bps()), d.id(), occ);
+      add(el + " (" + Q(d.id()) + ")",
+          "negative line_rate_bps " + std::to_string(d.line_rate_bps()), d.id(), occ);
     }
   }
   // NIC -> host consistency.
@@ -89,8 +87,10 @@ std::vector<ValidationError> ValidateTopology(const Topology& topo) {
     } else if (it == device_index.end()) {
       add(el, "NIC's host " + Q(d.host()) + " does not exist", d.id());
     } else if (topo.devices(it->second).role() != loom::v1::DEVICE_ROLE_HOST) {
-      add(el, "NIC's host " + Q(d.host()) + " is a " +
-          std::string(RoleName(topo.devices(it->second).role())) + ", not a host", d.id());
+      add(el,
+          "NIC's host " + Q(d.host()) + " is a " +
+              std::string(RoleName(topo.devices(it->second).role())) + ", not a host",
+          d.id());
     }
   }
 
@@ -117,8 +117,10 @@ std::vector<ValidationError> ValidateTopology(const Topology& topo) {
       add(el, "capacity_bps must be positive, got " + std::to_string(l.capacity_bps()), loc, occ);
     }
     if (l.propagation_delay_ns() < 0) {
-      add(el, "propagation_delay_ns must not be negative, got " +
-          std::to_string(l.propagation_delay_ns()), loc, occ);
+      add(el,
+          "propagation_delay_ns must not be negative, got " +
+              std::to_string(l.propagation_delay_ns()),
+          loc, occ);
     }
     bool ends_ok = true;
     const loom::v1::LinkEndpoint* ends[2] = {&l.a(), &l.b()};
@@ -138,19 +140,23 @@ std::vector<ValidationError> ValidateTopology(const Topology& topo) {
         continue;
       }
       if (ep.interface().empty()) {
-        add(el, std::string("endpoint ") + names[e] + " on " + Q(ep.device()) +
-            " has no interface", loc, occ);
+        add(el, std::string("endpoint ") + names[e] + " on " + Q(ep.device()) + " has no interface",
+            loc, occ);
       } else {
         auto key = std::make_pair(ep.device(), ep.interface());
         auto [pos, inserted] = iface_use.emplace(key, el);
         if (!inserted) {
-          add(el, "interface " + Q(ep.device()) + " " + Q(ep.interface()) +
-              " is already used by " + pos->second, loc, occ);
+          add(el,
+              "interface " + Q(ep.device()) + " " + Q(ep.interface()) + " is already used by " +
+                  pos->second,
+              loc, occ);
         }
       }
       if (topo.devices(it->second).role() == loom::v1::DEVICE_ROLE_HOST) {
-        add(el, "endpoint " + std::string(names[e]) + " is host " + Q(ep.device()) +
-            "; hosts attach through their NICs", loc, occ);
+        add(el,
+            "endpoint " + std::string(names[e]) + " is host " + Q(ep.device()) +
+                "; hosts attach through their NICs",
+            loc, occ);
         ends_ok = false;
       }
     }
@@ -166,9 +172,11 @@ std::vector<ValidationError> ValidateTopology(const Topology& topo) {
     const auto& lo = ta < tb ? da : db;
     const auto& hi = ta < tb ? db : da;
     if (std::abs(ta - tb) != 1) {
-      add(el, "link connects " + std::string(RoleName(da.role())) + " " + Q(da.id()) + " to " +
-          std::string(RoleName(db.role())) + " " + Q(db.id()) +
-          "; supported pairs are nic-leaf, leaf-spine and spine-super-spine", loc, occ);
+      add(el,
+          "link connects " + std::string(RoleName(da.role())) + " " + Q(da.id()) + " to " +
+              std::string(RoleName(db.role())) + " " + Q(db.id()) +
+              "; supported pairs are nic-leaf, leaf-spine and spine-super-spine",
+          loc, occ);
       continue;
     }
     if (lo.role() == loom::v1::DEVICE_ROLE_LEAF) leaves_with_uplink.insert(lo.id());
@@ -183,8 +191,7 @@ std::vector<ValidationError> ValidateTopology(const Topology& topo) {
     if (has_spine && d.role() == loom::v1::DEVICE_ROLE_LEAF && !leaves_with_uplink.count(d.id())) {
       add(el, "leaf " + Q(d.id()) + " has no uplink to a spine", d.id());
     }
-    if (has_super && d.role() == loom::v1::DEVICE_ROLE_SPINE &&
-        !spines_with_uplink.count(d.id())) {
+    if (has_super && d.role() == loom::v1::DEVICE_ROLE_SPINE && !spines_with_uplink.count(d.id())) {
       add(el, "spine " + Q(d.id()) + " has no uplink to a super-spine", d.id());
     }
     if (d.role() == loom::v1::DEVICE_ROLE_NIC && !nics_linked.count(d.id())) {
@@ -219,8 +226,10 @@ std::vector<ValidationError> ValidateTopology(const Topology& topo) {
       continue;
     }
     if (topo.devices(nic->second).host() != g.host()) {
-      add(el, "GPU's NIC " + Q(g.nic()) + " belongs to host " +
-          Q(topo.devices(nic->second).host()) + ", not " + Q(g.host()), g.id(), occ);
+      add(el,
+          "GPU's NIC " + Q(g.nic()) + " belongs to host " + Q(topo.devices(nic->second).host()) +
+              ", not " + Q(g.host()),
+          g.id(), occ);
     }
   }
   return errs;

@@ -59,13 +59,14 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
                          .Name("loom_events_total")
                          .Help("Events recorded, by type")
                          .Register(registry)),
-      store_write_seconds_(prometheus::BuildHistogram()
-                               .Name("loom_store_write_seconds")
-                               .Help("Latency of durable store commits")
-                               .Register(registry)
-                               .Add({}, prometheus::Histogram::BucketBoundaries{
-                                            0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                            0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1})),
+      store_write_seconds_(
+          prometheus::BuildHistogram()
+              .Name("loom_store_write_seconds")
+              .Help("Latency of durable store commits")
+              .Register(registry)
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.0001, 0.00025, 0.0005, 0.001,
+                                                               0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                               0.1, 0.25, 0.5, 1})),
       store_errors_(prometheus::BuildCounter()
                         .Name("loom_store_errors_total")
                         .Help("Store commits that failed (the change was not applied)")
@@ -145,7 +146,8 @@ Status Controller::CommitAndPublish(Mutation& m) {
       m.prune_events_before = keep_from;
     }
   }
-  if (!request_order_.empty() && requests_.size() + m.requests.size() > options_.request_retention) {
+  if (!request_order_.empty() &&
+      requests_.size() + m.requests.size() > options_.request_retention) {
     size_t excess = requests_.size() + m.requests.size() - options_.request_retention;
     m.prune_requests_before = request_order_[std::min(excess, request_order_.size()) - 1].first + 1;
   }
@@ -200,9 +202,9 @@ bool Controller::Replay(const std::string& method, const std::string& request_id
   if (it == requests_.end()) return false;
   if (it->second.method != method ||
       it->second.request_hash != Fnv1a(request.SerializeAsString())) {
-    *status = InvalidArgument("request_id: \"" + request_id +
-                              "\" was already used for a different request (" +
-                              it->second.method + ")");
+    *status =
+        InvalidArgument("request_id: \"" + request_id +
+                        "\" was already used for a different request (" + it->second.method + ")");
     return true;
   }
   if (!response->ParseFromString(it->second.response)) {
@@ -240,9 +242,9 @@ void Controller::RegisterJob(v1::RegisterJobRequest req, Done<v1::RegisterJobRes
     if (Replay("RegisterJob", request_id, req, &resp, &st)) return done(st, std::move(resp));
     if (Status s = ValidateJobSpec(req.job(), *topo_); !s.ok()) return done(s, {});
     if (jobs_.count(req.job().job_id())) {
-      return done(AlreadyExists("job.job_id: job \"" + req.job().job_id() +
-                                "\" is already registered"),
-                  {});
+      return done(
+          AlreadyExists("job.job_id: job \"" + req.job().job_id() + "\" is already registered"),
+          {});
     }
     v1::Job job = req.job();
     Mutation m;
@@ -281,14 +283,13 @@ void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse>
     if (Status s = ValidateJobSpec(req.job(), *topo_); !s.ok()) return done(s, {});
     auto it = jobs_.find(req.job().job_id());
     if (it == jobs_.end()) {
-      return done(NotFound("job.job_id: job \"" + req.job().job_id() + "\" is not registered"),
-                  {});
+      return done(NotFound("job.job_id: job \"" + req.job().job_id() + "\" is not registered"), {});
     }
     if (it->second.tenant() != req.job().tenant()) {
-      return done(InvalidArgument("job.tenant: job \"" + req.job().job_id() +
-                                  "\" belongs to tenant \"" + it->second.tenant() +
-                                  "\"; the tenant of a job cannot change"),
-                  {});
+      return done(
+          InvalidArgument("job.tenant: job \"" + req.job().job_id() + "\" belongs to tenant \"" +
+                          it->second.tenant() + "\"; the tenant of a job cannot change"),
+          {});
     }
     v1::Job job = req.job();
     *job.mutable_status() = it->second.status();
@@ -430,7 +431,8 @@ void Controller::GetLink(v1::GetLinkRequest req, Done<v1::GetLinkResponse> done)
   Post([this, req = std::move(req), done = std::move(done)]() {
     if (req.link_id().empty()) return done(InvalidArgument("link_id: must not be empty"), {});
     const v1::Link* l = topo_->FindLink(req.link_id());
-    if (!l) return done(NotFound("link_id: link \"" + req.link_id() + "\" is not in the topology"), {});
+    if (!l)
+      return done(NotFound("link_id: link \"" + req.link_id() + "\" is not in the topology"), {});
     v1::GetLinkResponse resp;
     *resp.mutable_link() = MakeLinkStatus(*l);
     done(Status::Ok(), std::move(resp));
@@ -450,7 +452,8 @@ void Controller::DrainLink(v1::DrainLinkRequest req, Done<v1::DrainLinkResponse>
                   {});
     }
     const v1::Link* l = topo_->FindLink(req.link_id());
-    if (!l) return done(NotFound("link_id: link \"" + req.link_id() + "\" is not in the topology"), {});
+    if (!l)
+      return done(NotFound("link_id: link \"" + req.link_id() + "\" is not in the topology"), {});
     if (drains_.count(l->id())) {
       *resp.mutable_link() = MakeLinkStatus(*l);
       return done(Status::Ok(), std::move(resp));
@@ -487,7 +490,8 @@ void Controller::UndrainLink(v1::UndrainLinkRequest req, Done<v1::UndrainLinkRes
     if (Replay("UndrainLink", request_id, req, &resp, &st)) return done(st, std::move(resp));
     if (req.link_id().empty()) return done(InvalidArgument("link_id: must not be empty"), {});
     const v1::Link* l = topo_->FindLink(req.link_id());
-    if (!l) return done(NotFound("link_id: link \"" + req.link_id() + "\" is not in the topology"), {});
+    if (!l)
+      return done(NotFound("link_id: link \"" + req.link_id() + "\" is not in the topology"), {});
     auto it = drains_.find(l->id());
     if (it == drains_.end()) {
       *resp.mutable_link() = MakeLinkStatus(*l);
@@ -523,11 +527,11 @@ void Controller::Subscribe(uint64_t start_revision, bool follow, EventSink sink,
     if (start_revision > 0) {
       uint64_t oldest = history_.empty() ? revision_ + 1 : history_.front().revision();
       if (start_revision < oldest) {
-        return done(OutOfRange("start_revision: " + std::to_string(start_revision) +
-                               " is older than the retained history (oldest is " +
-                               std::to_string(oldest) + "); start from " +
-                               std::to_string(oldest) + " or 0"),
-                    0);
+        return done(
+            OutOfRange("start_revision: " + std::to_string(start_revision) +
+                       " is older than the retained history (oldest is " + std::to_string(oldest) +
+                       "); start from " + std::to_string(oldest) + " or 0"),
+            0);
       }
       for (const auto& ev : history_) {
         if (ev.revision() < start_revision) continue;

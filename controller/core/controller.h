@@ -111,7 +111,7 @@ class Controller {
   ControllerOptions options_;
 
   // --- state, touched on the strand only ---
-  uint64_t revision_ = 0;      // last committed revision
+  uint64_t revision_ = 0;       // last committed revision
   uint64_t next_revision_ = 0;  // revision handed out to the mutation in progress
   std::map<std::string, loom::v1::Job> jobs_;
   std::map<std::string, LinkDrain> drains_;

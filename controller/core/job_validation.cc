@@ -21,8 +21,8 @@ Status CheckId(const std::string& value, const char* field) {
                            " characters");
   }
   if (!Printable(value)) {
-    return InvalidArgument(std::string(field) +
-                           ": must be printable ASCII without spaces, got \"" + value + "\"");
+    return InvalidArgument(std::string(field) + ": must be printable ASCII without spaces, got \"" +
+                           value + "\"");
   }
   return Status::Ok();
 }
@@ -56,9 +56,9 @@ Status CheckRanges(const google::protobuf::RepeatedPtrField<loom::v1::NumberRang
     const auto& cur = sorted[k];
     if (cur.second->first() <= prev.second->last()) {
       int hi = std::max(prev.first, cur.first), lo = std::min(prev.first, cur.first);
-      return InvalidArgument(field + "[" + std::to_string(hi) + "]: " +
-                             RangeText(ranges[hi]) + " overlaps " + field + "[" +
-                             std::to_string(lo) + "] " + RangeText(ranges[lo]));
+      return InvalidArgument(field + "[" + std::to_string(hi) + "]: " + RangeText(ranges[hi]) +
+                             " overlaps " + field + "[" + std::to_string(lo) + "] " +
+                             RangeText(ranges[lo]));
     }
   }
   return Status::Ok();

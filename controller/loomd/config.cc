@@ -101,8 +101,9 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
   if (config->event_retention() == 0) config->set_event_retention(100'000);
 
   if (config->topology_path().empty()) {
-    *error = "topology_path: no topology given (use --topology FILE or \"topologyPath\" in the "
-             "config file)";
+    *error =
+        "topology_path: no topology given (use --topology FILE or \"topologyPath\" in the "
+        "config file)";
     return ConfigResult::kError;
   }
   std::string host;

@@ -164,8 +164,8 @@ Status SqliteStore::Load(size_t max_events, StoredState* out) {
   {
     Stmt s(db, "SELECT link_id, reason, time_ns, revision FROM drains ORDER BY link_id");
     while (s.Step() == SQLITE_ROW) {
-      out->drains.push_back({s.ColText(0), s.ColText(1), s.ColInt(2),
-                             static_cast<uint64_t>(s.ColInt(3))});
+      out->drains.push_back(
+          {s.ColText(0), s.ColText(1), s.ColInt(2), static_cast<uint64_t>(s.ColInt(3))});
     }
   }
   {
@@ -223,8 +223,7 @@ Status SqliteStore::Commit(const Mutation& m) {
     }
   }
   if (!m.put_drains.empty()) {
-    Stmt s(db,
-           "INSERT OR REPLACE INTO drains(link_id, reason, time_ns, revision) VALUES(?,?,?,?)");
+    Stmt s(db, "INSERT OR REPLACE INTO drains(link_id, reason, time_ns, revision) VALUES(?,?,?,?)");
     for (const auto& d : m.put_drains) {
       s.Text(1, d.link_id);
       s.Text(2, d.reason);

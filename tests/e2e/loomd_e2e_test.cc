@@ -28,10 +28,10 @@ class Loomd {
   // Starts loomd and waits until it serves. Returns false on failure.
   bool Start() {
     std::filesystem::remove(Ready());
-    if (!proc_.Start({LOOMD_PATH, "--topology", kTopology, "--db", dir_ + "/loom.db",
-                      "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-                      "--ready-file", Ready()},
-                     dir_ + "/loomd.log")) {
+    if (!proc_.Start(
+            {LOOMD_PATH, "--topology", kTopology, "--db", dir_ + "/loom.db", "--grpc-listen",
+             "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--ready-file", Ready()},
+            dir_ + "/loomd.log")) {
       return false;
     }
     if (!WaitForFile(Ready(), 20000)) return false;
@@ -277,9 +277,9 @@ TEST_F(E2eTest, BadConfigurationExitsWithClearMessage) {
 }
 
 TEST_F(E2eTest, ConfigFileIsReadAndFlagsOverrideIt) {
-  std::string cfg = WriteFile("cfg.json", "{\"topologyPath\": \"" + kTopology +
-                                              "\", \"databasePath\": \"" + dir_ +
-                                              "/cfg.db\", \"grpcListen\": \"127.0.0.1:1\"}");
+  std::string cfg =
+      WriteFile("cfg.json", "{\"topologyPath\": \"" + kTopology + "\", \"databasePath\": \"" +
+                                dir_ + "/cfg.db\", \"grpcListen\": \"127.0.0.1:1\"}");
   Process p;
   ASSERT_TRUE(p.Start({LOOMD_PATH, "--config", cfg, "--grpc-listen", "127.0.0.1:0",
                        "--metrics-listen", "127.0.0.1:0", "--ready-file", dir_ + "/r.json"},

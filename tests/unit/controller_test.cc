@@ -34,8 +34,9 @@ class Harness {
   template <typename Req, typename Resp>
   std::pair<Status, Resp> Call(void (Controller::*fn)(Req, Controller::Done<Resp>), Req req) {
     std::promise<std::pair<Status, Resp>> p;
-    (controller_.get()->*fn)(std::move(req),
-                             [&p](Status s, Resp r) { p.set_value({s, std::move(r)}); });
+    (controller_.get()->*fn)(std::move(req), [&p](Status s, Resp r) {
+      p.set_value({s, std::move(r)});
+    });
     return p.get_future().get();
   }
 

@@ -26,7 +26,9 @@ class JobValidationTest : public ::testing::Test {
   v1::Job job_;
 };
 
-TEST_F(JobValidationTest, AcceptsGpuAndNicEndpoints) { EXPECT_TRUE(ValidateJobSpec(job_, *topo_).ok()); }
+TEST_F(JobValidationTest, AcceptsGpuAndNicEndpoints) {
+  EXPECT_TRUE(ValidateJobSpec(job_, *topo_).ok());
+}
 
 TEST_F(JobValidationTest, RejectsEmptyTenant) {
   job_.clear_tenant();

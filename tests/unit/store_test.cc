@@ -1,10 +1,11 @@
 // SQLite store: migrations, durability of commits, refusal of bad files.
+#include "controller/store/store.h"
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <fstream>
 
-#include "controller/store/store.h"
 #include "tests/unit/test_util.h"
 
 namespace loom::controller {

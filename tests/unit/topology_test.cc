@@ -57,7 +57,8 @@ void ExpectRejected(const std::string& json, std::vector<std::string> needles) {
   v1::Topology t;
   std::string err;
   ASSERT_FALSE(ParseTopologyJson(json, "t.json", &t, &err));
-  for (const auto& n : needles) EXPECT_NE(err.find(n), std::string::npos) << err << "\n(want: " << n << ")";
+  for (const auto& n : needles)
+    EXPECT_NE(err.find(n), std::string::npos) << err << "\n(want: " << n << ")";
 }
 
 std::string Replace(std::string s, const std::string& from, const std::string& to) {
