@@ -1,0 +1,153 @@
+// Policy engine: validation messages and first-match evaluation.
+#include <gtest/gtest.h>
+
+#include "policy/policy_engine.h"
+#include "tests/unit/test_util.h"
+
+namespace loom::policy {
+namespace {
+
+// SmallFabric: spine0, spine1; leaf0, leaf1; host000..003 with gpu0/gpu1.
+constexpr char kPolicy[] = R"({
+  "colors": [
+    {"color": 1, "name": "red", "spines": ["spine0"]},
+    {"color": 2, "name": "blue", "spines": ["spine1"]}
+  ],
+  "rules": [
+    {"name": "acme-dedicated", "match": {"tenants": ["acme"]},
+     "action": {"colors": [1], "isolation": "ISOLATION_DEDICATED", "dlbMode": "DLB_MODE_FLOWLET"}},
+    {"name": "beta-qp", "match": {"tenants": ["beta"], "qpRanges": [{"first": 0, "last": 999}]},
+     "action": {"colors": [2], "sprayEligible": true}}
+  ],
+  "defaultAction": {"isolation": "ISOLATION_SHARED"}
+})";
+
+class PolicyTest : public ::testing::Test {
+ protected:
+  v1::PolicySet Parse(const std::string& json) {
+    v1::PolicySet s;
+    std::string err;
+    EXPECT_TRUE(ParsePolicyJson(json, "p.json", &s, &err)) << err;
+    return s;
+  }
+  std::vector<Finding> Validate(const v1::PolicySet& s) { return ValidatePolicy(s, *topo_); }
+  void ExpectError(const v1::PolicySet& s, const std::string& element, const std::string& text) {
+    auto f = Validate(s);
+    bool found = false;
+    for (const auto& x : f) {
+      if (x.severity == Finding::Severity::kError && x.element.find(element) != std::string::npos &&
+          x.message.find(text) != std::string::npos) {
+        found = true;
+      }
+    }
+    EXPECT_TRUE(found) << "want error at " << element << ": " << text << "\ngot:\n"
+                       << FormatFindings(f);
+  }
+  std::shared_ptr<const loom::topology::TopologyIndex> topo_ = loom::testing::SmallFabric();
+};
+
+TEST_F(PolicyTest, ValidSetHasNoErrors) {
+  auto f = Validate(Parse(kPolicy));
+  EXPECT_FALSE(HasErrors(f)) << FormatFindings(f);
+}
+
+TEST_F(PolicyTest, RejectsUndefinedColor) {
+  auto s = Parse(kPolicy);
+  s.mutable_rules(1)->mutable_action()->set_colors(0, 7);
+  ExpectError(s, "rules[1] (\"beta-qp\")", "color 7, which is not defined");
+}
+
+TEST_F(PolicyTest, RejectsColorWithUnknownSpine) {
+  auto s = Parse(kPolicy);
+  s.mutable_colors(1)->add_spines("leaf0");
+  ExpectError(s, "colors[1] (2)", "\"leaf0\" is not a spine");
+}
+
+TEST_F(PolicyTest, RejectsShadowedRule) {
+  auto s = Parse(kPolicy);
+  auto* r = s.add_rules();
+  r->set_name("acme-tc3");
+  r->mutable_match()->add_tenants("acme");
+  r->mutable_match()->add_traffic_classes(3);
+  r->mutable_action()->add_colors(1);
+  ExpectError(s, "rules[2] (\"acme-tc3\")", "shadowed by rules[0] (\"acme-dedicated\")");
+}
+
+TEST_F(PolicyTest, WarnsOnOverlapWithDifferentAction) {
+  auto s = Parse(kPolicy);
+  auto* r = s.add_rules();
+  r->set_name("tc3-spray");
+  r->mutable_match()->add_traffic_classes(3);
+  r->mutable_action()->set_spray_eligible(true);
+  auto f = Validate(s);
+  EXPECT_FALSE(HasErrors(f)) << FormatFindings(f);
+  bool warned = false;
+  for (const auto& x : f) {
+    warned |= x.severity == Finding::Severity::kWarning &&
+              x.element.find("tc3-spray") != std::string::npos &&
+              x.message.find("acme-dedicated") != std::string::npos;
+  }
+  EXPECT_TRUE(warned) << FormatFindings(f);
+}
+
+TEST_F(PolicyTest, RejectsDedicatedSpineUsedByAnotherTenant) {
+  auto s = Parse(kPolicy);
+  s.mutable_rules(1)->mutable_action()->set_colors(0, 1);  // beta pinned to red = acme's
+  ExpectError(s, "rules[1] (\"beta-qp\")", "dedicated to tenant \"acme\"");
+}
+
+TEST_F(PolicyTest, RejectsUnsatisfiableIsolation) {
+  auto s = Parse(kPolicy);
+  // Two more dedicated tenants without pinned colors: 1 free spine left for
+  // them and shared traffic.
+  for (const char* t : {"x", "y"}) {
+    auto* r = s.add_rules();
+    r->set_name(std::string(t) + "-dedicated");
+    r->mutable_match()->add_tenants(t);
+    r->mutable_action()->set_isolation(v1::ISOLATION_DEDICATED);
+  }
+  ExpectError(s, "rules", "dedicated isolation is unsatisfiable");
+}
+
+TEST_F(PolicyTest, RejectsBadRangesAndDuplicateNames) {
+  auto s = Parse(kPolicy);
+  s.mutable_rules(1)->set_name("acme-dedicated");
+  s.mutable_rules(1)->mutable_match()->mutable_qp_ranges(0)->set_first(5000);
+  ExpectError(s, "rules[1]", "duplicate rule name");
+  ExpectError(s, "rules[1]", "match.qp_ranges[0]");
+}
+
+TEST_F(PolicyTest, FirstMatchWins) {
+  PolicyEngine engine(Parse(kPolicy));
+  v1::Job job;
+  job.set_tenant("beta");
+  job.set_job_id("b1");
+  auto* q = job.add_qp_ranges();
+  q->set_first(10);
+  q->set_last(20);
+  auto d = engine.Evaluate(job);
+  EXPECT_EQ(d.rule_name, "beta-qp");
+  EXPECT_TRUE(d.action.spray_eligible());
+  q->set_last(2000);  // outside the rule's QP range
+  d = engine.Evaluate(job);
+  EXPECT_EQ(d.rule_index, -1);
+  EXPECT_EQ(d.rule_name, "default");
+  job.set_tenant("acme");
+  d = engine.Evaluate(job);
+  EXPECT_EQ(d.rule_name, "acme-dedicated");
+  EXPECT_EQ(d.action.isolation(), v1::ISOLATION_DEDICATED);
+}
+
+TEST_F(PolicyTest, EndpointMatchNeedsAllEndpointsInSet) {
+  v1::PolicyMatch m;
+  m.add_endpoints("host000-gpu0");
+  m.add_endpoints("host001-gpu0");
+  v1::Job job;
+  job.add_endpoints("host000-gpu0");
+  EXPECT_TRUE(PolicyEngine::Matches(m, job));
+  job.add_endpoints("host002-gpu0");
+  EXPECT_FALSE(PolicyEngine::Matches(m, job));
+}
+
+}  // namespace
+}  // namespace loom::policy
