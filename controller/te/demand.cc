@@ -1,0 +1,72 @@
+#include "controller/te/demand.h"
+
+#include <map>
+
+namespace loom::te {
+
+namespace v1 = loom::v1;
+
+double NicLineRate(const loom::topology::TopologyIndex& topo, const std::string& nic) {
+  const auto* d = topo.FindDevice(nic);
+  if (d && d->line_rate_bps() > 0) return static_cast<double>(d->line_rate_bps());
+  for (int li : topo.LinksOf(nic))
+    return static_cast<double>(topo.topology().links(li).capacity_bps());
+  return 0;
+}
+
+std::vector<NicDemand> JobDemand(const v1::Job& job, const loom::topology::TopologyIndex& topo,
+                                 double scale) {
+  struct Ep {
+    std::string nic;
+    std::string host;
+  };
+  std::vector<Ep> eps;
+  for (const auto& e : job.endpoints()) {
+    std::string nic = topo.EndpointNic(e);
+    if (nic.empty()) continue;
+    const auto* d = topo.FindDevice(nic);
+    eps.push_back({nic, d ? d->host() : ""});
+  }
+  const size_t n = eps.size();
+  std::map<std::pair<std::string, std::string>, double> rates;
+  auto add = [&](size_t i, size_t j, double fraction) {
+    if (i == j || eps[i].nic == eps[j].nic) return;
+    if (!eps[i].host.empty() && eps[i].host == eps[j].host) return;  // NVLink
+    rates[{eps[i].nic, eps[j].nic}] += fraction * NicLineRate(topo, eps[i].nic) * scale;
+  };
+  if (n < 2) return {};
+  switch (job.collective()) {
+    case v1::COLLECTIVE_PATTERN_RING_ALLREDUCE:
+    case v1::COLLECTIVE_PATTERN_ALL_GATHER:
+    case v1::COLLECTIVE_PATTERN_REDUCE_SCATTER:
+      for (size_t i = 0; i < n; ++i) add(i, (i + 1) % n, 1.0);
+      break;
+    case v1::COLLECTIVE_PATTERN_TREE_ALLREDUCE:
+      for (size_t i = 1; i < n; ++i) {
+        size_t parent = (i - 1) / 2;
+        add(i, parent, 0.5);
+        add(parent, i, 0.5);
+      }
+      break;
+    case v1::COLLECTIVE_PATTERN_INCAST:
+      for (size_t i = 1; i < n; ++i) add(i, 0, 1.0 / static_cast<double>(n - 1));
+      break;
+    case v1::COLLECTIVE_PATTERN_PERMUTATION:
+      for (size_t i = 0; i < n; ++i) add(i, (i + n / 2) % n, 1.0);
+      break;
+    case v1::COLLECTIVE_PATTERN_POINT_TO_POINT:
+      add(0, 1, 1.0);
+      add(1, 0, 1.0);
+      break;
+    default:
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t j = 0; j < n; ++j) add(i, j, 1.0 / static_cast<double>(n - 1));
+      }
+  }
+  std::vector<NicDemand> out;
+  out.reserve(rates.size());
+  for (const auto& [k, r] : rates) out.push_back({k.first, k.second, r});
+  return out;
+}
+
+}  // namespace loom::te

@@ -1,0 +1,406 @@
+#include "controller/te/path_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+namespace loom::te {
+
+namespace v1 = loom::v1;
+
+namespace {
+
+constexpr double kEps = 1e-9;
+
+uint64_t Fnv(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string Percent(double u) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.0f%%", u * 100);
+  return buf;
+}
+
+}  // namespace
+
+FabricGraph FabricGraph::Build(const loom::topology::TopologyIndex& topo,
+                               const std::set<std::string>& down_links) {
+  FabricGraph g;
+  const auto& t = topo.topology();
+  for (const auto& d : t.devices()) {
+    if (d.role() == v1::DEVICE_ROLE_SUPER_SPINE) g.three_tier_ = true;
+  }
+  for (const auto& d : t.devices()) {
+    g.device_index_[d.id()] = static_cast<int>(g.devices_.size());
+    g.devices_.push_back(d.id());
+    if (d.role() == v1::DEVICE_ROLE_LEAF) {
+      g.leaf_index_[d.id()] = static_cast<int>(g.leaves_.size());
+      g.leaves_.push_back(d.id());
+      g.leaf_pod_.push_back(d.pod());
+    }
+    bool is_top =
+        g.three_tier_ ? d.role() == v1::DEVICE_ROLE_SUPER_SPINE : d.role() == v1::DEVICE_ROLE_SPINE;
+    if (is_top) {
+      g.top_index_[d.id()] = static_cast<int>(g.tops_.size());
+      g.tops_.push_back(d.id());
+    }
+  }
+  for (const auto& l : t.links()) {
+    const auto* a = topo.FindDevice(l.a().device());
+    const auto* b = topo.FindDevice(l.b().device());
+    if (!a || !b) continue;
+    if (a->role() == v1::DEVICE_ROLE_NIC && b->role() == v1::DEVICE_ROLE_LEAF) {
+      g.nic_leaf_[a->id()] = g.leaf_index_[b->id()];
+      continue;
+    }
+    if (b->role() == v1::DEVICE_ROLE_NIC && a->role() == v1::DEVICE_ROLE_LEAF) {
+      g.nic_leaf_[b->id()] = g.leaf_index_[a->id()];
+      continue;
+    }
+    double cap = down_links.count(l.id()) ? 0.0 : static_cast<double>(l.capacity_bps());
+    int da = g.device_index_[a->id()], db = g.device_index_[b->id()];
+    for (auto [from, to] : {std::make_pair(da, db), std::make_pair(db, da)}) {
+      auto [it, inserted] = g.edges_.emplace(std::make_pair(from, to), g.num_edges());
+      if (inserted) {
+        g.capacity_.push_back(0);
+        g.edge_names_.push_back(g.devices_[static_cast<size_t>(from)] + "->" +
+                                g.devices_[static_cast<size_t>(to)]);
+      }
+      g.capacity_[static_cast<size_t>(it->second)] += cap;
+    }
+    if (g.three_tier_) {
+      // Remember which pod spine hangs off each super-spine.
+      if (a->role() == v1::DEVICE_ROLE_SPINE && b->role() == v1::DEVICE_ROLE_SUPER_SPINE) {
+        g.pod_spine_[{a->pod(), g.top_index_[b->id()]}] = da;
+      } else if (b->role() == v1::DEVICE_ROLE_SPINE && a->role() == v1::DEVICE_ROLE_SUPER_SPINE) {
+        g.pod_spine_[{b->pod(), g.top_index_[a->id()]}] = db;
+      }
+    }
+  }
+  return g;
+}
+
+int FabricGraph::TopIndex(const std::string& id) const {
+  auto it = top_index_.find(id);
+  return it == top_index_.end() ? -1 : it->second;
+}
+
+int FabricGraph::LeafIndex(const std::string& leaf) const {
+  auto it = leaf_index_.find(leaf);
+  return it == leaf_index_.end() ? -1 : it->second;
+}
+
+int FabricGraph::NicLeaf(const std::string& nic) const {
+  auto it = nic_leaf_.find(nic);
+  return it == nic_leaf_.end() ? -1 : it->second;
+}
+
+int FabricGraph::EdgeIdx(int from_dev, int to_dev) const {
+  auto it = edges_.find({from_dev, to_dev});
+  return it == edges_.end() ? -1 : it->second;
+}
+
+int FabricGraph::Edge(const std::string& from, const std::string& to) const {
+  auto a = device_index_.find(from), b = device_index_.find(to);
+  if (a == device_index_.end() || b == device_index_.end()) return -1;
+  return EdgeIdx(a->second, b->second);
+}
+
+std::string FabricGraph::FirstHop(int leaf, int t) const {
+  if (!three_tier_) return tops_[static_cast<size_t>(t)];
+  auto it = pod_spine_.find({leaf_pod_[static_cast<size_t>(leaf)], t});
+  return it == pod_spine_.end() ? "" : devices_[static_cast<size_t>(it->second)];
+}
+
+bool FabricGraph::PathEdges(int a, int b, int t, std::vector<int>* edges) const {
+  edges->clear();
+  if (a == b) return true;
+  int la = device_index_.at(leaves_[static_cast<size_t>(a)]);
+  int lb = device_index_.at(leaves_[static_cast<size_t>(b)]);
+  auto push = [&](int from, int to) {
+    int e = EdgeIdx(from, to);
+    if (e < 0 || capacity_[static_cast<size_t>(e)] <= 0) return false;
+    edges->push_back(e);
+    return true;
+  };
+  if (!three_tier_) {
+    int top = device_index_.at(tops_[static_cast<size_t>(t)]);
+    return push(la, top) && push(top, lb);
+  }
+  auto sa = pod_spine_.find({leaf_pod_[static_cast<size_t>(a)], t});
+  auto sb = pod_spine_.find({leaf_pod_[static_cast<size_t>(b)], t});
+  if (sa == pod_spine_.end() || sb == pod_spine_.end()) return false;
+  if (sa->second == sb->second) return push(la, sa->second) && push(sa->second, lb);
+  int top = device_index_.at(tops_[static_cast<size_t>(t)]);
+  return push(la, sa->second) && push(sa->second, top) && push(top, sb->second) &&
+         push(sb->second, lb);
+}
+
+namespace {
+
+// Placement state: loads and per-unit paths for each candidate.
+class Solver {
+ public:
+  Solver(const FabricGraph& g, const std::vector<Unit>& units) : g_(g), units_(units) {
+    load_.assign(static_cast<size_t>(g.num_edges()), 0.0);
+    top_.assign(units.size(), -1);
+    candidates_.resize(units.size());
+    std::vector<int> edges;
+    for (size_t u = 0; u < units.size(); ++u) {
+      const Unit& unit = units[u];
+      std::vector<int> allowed = unit.allowed;
+      if (allowed.empty()) {
+        allowed.resize(static_cast<size_t>(g.num_tops()));
+        std::iota(allowed.begin(), allowed.end(), 0);
+      }
+      for (int t : allowed) {
+        Candidate c{t, {}};
+        bool ok = unit.dst_leaf >= 0;
+        for (const auto& [src, rate] : unit.sources) {
+          if (!ok) break;
+          if (!g.PathEdges(src, unit.dst_leaf, t, &edges)) {
+            ok = false;
+            break;
+          }
+          for (int e : edges) c.edge_add.emplace_back(e, rate);
+        }
+        if (ok) candidates_[u].push_back(std::move(c));
+      }
+    }
+  }
+
+  struct Candidate {
+    int top;
+    std::vector<std::pair<int, double>> edge_add;  // (edge, bits/s)
+  };
+
+  const Candidate* Find(size_t u, int top) const {
+    for (const auto& c : candidates_[u]) {
+      if (c.top == top) return &c;
+    }
+    return nullptr;
+  }
+
+  void Apply(const Candidate* c, double sign) {
+    for (const auto& [e, r] : c->edge_add) load_[static_cast<size_t>(e)] += sign * r;
+  }
+  void Assign(size_t u, const Candidate* c) {
+    if (top_[u] >= 0) Apply(Find(u, top_[u]), -1);
+    top_[u] = c ? c->top : -1;
+    if (c) Apply(c, +1);
+  }
+  double Util(int e) const {
+    double cap = g_.capacity(e);
+    return cap > 0 ? load_[static_cast<size_t>(e)] / cap : 0;
+  }
+  double MaxUtil(int* hottest = nullptr) const {
+    double m = 0;
+    int h = -1;
+    for (int e = 0; e < g_.num_edges(); ++e) {
+      double u = Util(e);
+      if (u > m + kEps) {
+        m = u;
+        h = e;
+      }
+    }
+    if (hottest) *hottest = h;
+    return m;
+  }
+  // (max util on the candidate's edges after adding it, sum of squares delta).
+  std::pair<double, double> Score(const Candidate& c) const {
+    double mx = 0, sq = 0;
+    for (const auto& [e, r] : c.edge_add) {
+      double cap = g_.capacity(e);
+      double before = load_[static_cast<size_t>(e)] / cap;
+      double after = (load_[static_cast<size_t>(e)] + r) / cap;
+      mx = std::max(mx, after);
+      sq += after * after - before * before;
+    }
+    return {mx, sq};
+  }
+
+  // Greedy placement of `order` (unit indexes).
+  void Greedy(const std::vector<size_t>& order) {
+    for (size_t u : order) {
+      const Candidate* best = nullptr;
+      std::tuple<double, double, uint64_t> best_key;
+      uint64_t rot = Fnv(units_[u].dst_nic);
+      for (const auto& c : candidates_[u]) {
+        auto [mx, sq] = Score(c);
+        std::tuple<double, double, uint64_t> key{
+            std::round(mx * 1e9) / 1e9, std::round(sq * 1e9) / 1e9,
+            (static_cast<uint64_t>(c.top) + rot) % static_cast<uint64_t>(g_.num_tops())};
+        if (!best || key < best_key) {
+          best = &c;
+          best_key = key;
+        }
+      }
+      Assign(u, best);
+    }
+  }
+
+  // Moves units off the hottest edge while that lowers the maximum.
+  void Improve(const std::vector<bool>& movable, int rounds) {
+    for (int r = 0; r < rounds; ++r) {
+      int hot = -1;
+      double global = MaxUtil(&hot);
+      if (hot < 0) return;
+      size_t best_u = 0;
+      const Candidate* best_c = nullptr;
+      double best_after = global - 1e-7;
+      for (size_t u = 0; u < units_.size(); ++u) {
+        if (!movable[u] || top_[u] < 0) continue;
+        const Candidate* cur = Find(u, top_[u]);
+        bool on_hot = std::any_of(cur->edge_add.begin(), cur->edge_add.end(),
+                                  [hot](const auto& p) { return p.first == hot; });
+        if (!on_hot) continue;
+        Apply(cur, -1);
+        for (const auto& c : candidates_[u]) {
+          if (c.top == top_[u]) continue;
+          double after = std::max(Score(c).first, Util(hot));
+          if (after < best_after) {
+            best_after = after;
+            best_u = u;
+            best_c = &c;
+          }
+        }
+        Apply(cur, +1);
+      }
+      if (!best_c) return;
+      Assign(best_u, best_c);
+    }
+  }
+
+  const FabricGraph& g_;
+  const std::vector<Unit>& units_;
+  std::vector<double> load_;
+  std::vector<int> top_;
+  std::vector<std::vector<Candidate>> candidates_;
+};
+
+std::vector<size_t> ByDemand(const std::vector<Unit>& units, const std::vector<size_t>& idx) {
+  std::vector<std::pair<double, size_t>> v;
+  for (size_t u : idx) {
+    double total = 0;
+    for (const auto& s : units[u].sources) total += s.second;
+    v.emplace_back(total, u);
+  }
+  std::sort(v.begin(), v.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    const Unit& ua = units[a.second];
+    const Unit& ub = units[b.second];
+    return std::tie(ua.job_id, ua.dst_nic) < std::tie(ub.job_id, ub.dst_nic);
+  });
+  std::vector<size_t> out;
+  for (const auto& p : v) out.push_back(p.second);
+  return out;
+}
+
+}  // namespace
+
+double MaxUtilization(const FabricGraph& g, const std::vector<Unit>& units,
+                      const std::vector<int>& top) {
+  Solver s(g, units);
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (top[u] >= 0) {
+      if (const auto* c = s.Find(u, top[u])) s.Assign(u, c);
+    }
+  }
+  return s.MaxUtil();
+}
+
+PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
+                      const PlacementParams& params, PlacementMode mode) {
+  // Placement keeping what is current where it is still feasible.
+  Solver keep(g, units);
+  std::vector<size_t> free_units;
+  std::vector<bool> movable(units.size(), false);
+  for (size_t u = 0; u < units.size(); ++u) {
+    const auto* c = units[u].current >= 0 ? keep.Find(u, units[u].current) : nullptr;
+    if (c) {
+      keep.Assign(u, c);
+    } else {
+      free_units.push_back(u);
+      movable[u] = true;
+    }
+  }
+  keep.Greedy(ByDemand(units, free_units));
+  keep.Improve(movable, params.max_improvement_rounds);
+
+  Solver* chosen = &keep;
+  Solver fresh(g, units);
+  bool adopted = false;
+  if (mode == PlacementMode::kFull) {
+    std::vector<size_t> all;
+    std::vector<bool> all_movable(units.size(), true);
+    for (size_t u = 0; u < units.size(); ++u) {
+      if (units[u].pinned) {
+        if (const auto* c = units[u].current >= 0 ? fresh.Find(u, units[u].current) : nullptr) {
+          fresh.Assign(u, c);
+          all_movable[u] = false;
+          continue;
+        }
+      }
+      all.push_back(u);
+    }
+    fresh.Greedy(ByDemand(units, all));
+    fresh.Improve(all_movable, params.max_improvement_rounds);
+    double keep_max = keep.MaxUtil(), fresh_max = fresh.MaxUtil();
+    if (fresh_max < keep_max * (1.0 - params.stability_gain) - kEps) {
+      chosen = &fresh;
+      adopted = true;
+    }
+  }
+
+  PlacementResult r;
+  r.top = chosen->top_;
+  r.edge_load = chosen->load_;
+  r.max_utilization = chosen->MaxUtil(&r.hottest_edge);
+  r.adopted_new = adopted;
+  r.reason.resize(units.size());
+  for (size_t u = 0; u < units.size(); ++u) {
+    int t = r.top[u];
+    if (t != units[u].current) ++r.moved;
+    if (t < 0) {
+      r.reason[u] = "no live path to " + units[u].dst_nic + " within the allowed spines";
+      continue;
+    }
+    double worst = 0;
+    std::string worst_edge;
+    for (const auto& [e, rate] : chosen->Find(u, t)->edge_add) {
+      (void)rate;
+      if (chosen->Util(e) >= worst) {
+        worst = chosen->Util(e);
+        worst_edge = g.edge_name(e);
+      }
+    }
+    std::string via = "via " + g.top(t);
+    if (t == units[u].current) {
+      r.reason[u] = via + " (kept: current path is live" +
+                    (mode == PlacementMode::kFull && !adopted
+                         ? ", and a recompute would not lower the fabric maximum by more than " +
+                               Percent(params.stability_gain)
+                         : std::string()) +
+                    ")";
+    } else if (units[u].current >= 0 && !keep.Find(u, units[u].current)) {
+      r.reason[u] = via + " (moved from " + g.top(units[u].current) +
+                    ": the old path lost its capacity or is no longer allowed)";
+    } else if (units[u].current >= 0) {
+      r.reason[u] = via + " (moved from " + g.top(units[u].current) +
+                    ": recompute lowers the fabric maximum utilization)";
+    } else {
+      r.reason[u] =
+          via + " (least-loaded path; busiest hop " + worst_edge + " at " + Percent(worst) + ")";
+    }
+  }
+  return r;
+}
+
+}  // namespace loom::te

@@ -1,0 +1,138 @@
+// TELB path computation: which spine (2-tier) or super-spine plane (3-tier)
+// carries the traffic towards each destination NIC of each job.
+//
+// Model. BGP-DPF colors a destination's route, so the unit Loom controls is
+// a (job, destination NIC) pair: all traffic to that NIC crosses one "top"
+// device t (a spine in 2-tier fabrics, a super-spine in 3-tier ones; in
+// 3-tier fabrics t also fixes the pod spines, one per plane). A unit's
+// traffic is the sum of its sources' rates, grouped by source leaf; going
+// through t it loads the directed edges leaf->spine(->super-spine->spine)
+// ->leaf on its path (parallel links are one edge with their summed live
+// capacity). Utilization = load / capacity. The objective is to minimize the
+// maximum edge utilization, subject to: drained or failed links carry
+// nothing, a unit only uses its allowed tops (isolation, policy colors).
+//
+// Algorithm. Greedy in decreasing demand (each unit to the top that
+// minimizes the resulting maximum utilization on its path, ties broken by
+// the sum of squared utilizations, then by a per-destination rotation so
+// equal choices spread), then local search (move units off the hottest edge
+// while that lowers the maximum). Stability: a full recompute keeps the
+// current placement unless the new one lowers the maximum utilization by
+// more than `stability_gain` (relative); units whose current path became
+// infeasible are always re-placed. Incremental placement places only the
+// new units around the fixed ones.
+//
+// Complexity: O(U log U + U*K*S*P) for the greedy pass (U units, K tops, S
+// source leaves per unit, P <= 4 edges per path) plus O(R*U_e*K*S*P) for R
+// local-search rounds (U_e units on the hottest edge). Pure: no I/O, no
+// clock, no threads; deterministic for the same input.
+//
+// Assumptions: a Clos where every leaf reaches every top (modulo failures)
+// and, in 3-tier fabrics, every pod has exactly one spine connected to each
+// super-spine (the plane model of the generator); intra-leaf traffic uses
+// no edge.
+#ifndef LOOM_CONTROLLER_TE_PATH_ENGINE_H_
+#define LOOM_CONTROLLER_TE_PATH_ENGINE_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/topology/topology_index.h"
+
+namespace loom::te {
+
+// The fabric reduced to what placement needs.
+class FabricGraph {
+ public:
+  // Builds the graph; links in `down_links` (drained or failed) have no
+  // capacity. O(devices + links).
+  static FabricGraph Build(const loom::topology::TopologyIndex& topo,
+                           const std::set<std::string>& down_links);
+
+  bool three_tier() const { return three_tier_; }
+  int num_tops() const { return static_cast<int>(tops_.size()); }
+  const std::string& top(int t) const { return tops_[static_cast<size_t>(t)]; }
+  int TopIndex(const std::string& id) const;
+  // Leaf index of a leaf id / of a NIC's leaf; -1 when unknown.
+  int LeafIndex(const std::string& leaf) const;
+  int NicLeaf(const std::string& nic) const;
+  const std::string& leaf(int l) const { return leaves_[static_cast<size_t>(l)]; }
+  int num_leaves() const { return static_cast<int>(leaves_.size()); }
+
+  // Edges from leaf a to leaf b through top t. Returns false when the path
+  // does not exist or an edge has no live capacity. Empty when a == b.
+  bool PathEdges(int a, int b, int t, std::vector<int>* edges) const;
+  // The spine a leaf uses as first hop towards top t (t itself in 2-tier).
+  std::string FirstHop(int leaf, int t) const;
+  int num_edges() const { return static_cast<int>(capacity_.size()); }
+  double capacity(int e) const { return capacity_[static_cast<size_t>(e)]; }
+  const std::string& edge_name(int e) const { return edge_names_[static_cast<size_t>(e)]; }
+  // Edge id for (from device, to device), -1 when absent.
+  int Edge(const std::string& from, const std::string& to) const;
+
+ private:
+  int EdgeIdx(int from_dev, int to_dev) const;
+
+  bool three_tier_ = false;
+  std::vector<std::string> tops_;
+  std::vector<std::string> leaves_;
+  std::map<std::string, int> top_index_, leaf_index_, device_index_;
+  std::map<std::string, int> nic_leaf_;
+  std::vector<std::string> leaf_pod_;                     // per leaf
+  std::map<std::pair<std::string, int>, int> pod_spine_;  // (pod, top) -> device index
+  std::map<std::pair<int, int>, int> edges_;              // (from dev, to dev) -> edge
+  std::vector<double> capacity_;
+  std::vector<std::string> edge_names_;
+  std::vector<std::string> devices_;
+};
+
+// One (job, destination NIC) pair.
+struct Unit {
+  std::string job_id;
+  std::string dst_nic;
+  int dst_leaf = -1;
+  // (source leaf, rate in bits/s) — sources on the destination's leaf add
+  // no fabric load and may be omitted.
+  std::vector<std::pair<int, double>> sources;
+  // Tops the unit may use; empty = all.
+  std::vector<int> allowed;
+  // Current top (-1: none). `pinned` keeps it (incremental placement).
+  int current = -1;
+  bool pinned = false;
+};
+
+struct PlacementParams {
+  // A full recompute moves units only when it lowers the maximum utilization
+  // by more than this fraction of the current maximum.
+  double stability_gain = 0.05;
+  int max_improvement_rounds = 5000;
+};
+
+struct PlacementResult {
+  // Chosen top per unit (-1: no feasible top).
+  std::vector<int> top;
+  // Why each unit went where it did.
+  std::vector<std::string> reason;
+  std::vector<double> edge_load;
+  double max_utilization = 0;
+  int hottest_edge = -1;
+  // Units whose top differs from Unit::current.
+  int moved = 0;
+  // True when the new placement replaced the current one (full recompute).
+  bool adopted_new = false;
+};
+
+enum class PlacementMode { kIncremental, kFull };
+
+PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
+                      const PlacementParams& params, PlacementMode mode);
+
+// Maximum utilization of a given assignment (for tests and benchmarks).
+double MaxUtilization(const FabricGraph& g, const std::vector<Unit>& units,
+                      const std::vector<int>& top);
+
+}  // namespace loom::te
+
+#endif  // LOOM_CONTROLLER_TE_PATH_ENGINE_H_

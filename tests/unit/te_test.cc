@@ -1,0 +1,188 @@
+// TELB: demand model and path computation.
+#include <gtest/gtest.h>
+
+#include "api/topology/topology_generate.h"
+#include "controller/te/demand.h"
+#include "controller/te/path_engine.h"
+#include "tests/unit/test_util.h"
+
+namespace loom::te {
+namespace {
+
+namespace v1 = loom::v1;
+
+// Two leaves, two spines, 400G everywhere:
+//
+//      spine0   spine1
+//        |  \ /  |
+//        |  / \  |
+//      leaf0   leaf1
+//     (host000,001) (host002,003), 2 NICs each
+std::shared_ptr<const loom::topology::TopologyIndex> Fabric() {
+  return loom::testing::SmallFabric();
+}
+
+Unit MakeUnit(const FabricGraph& g, const std::string& job, const std::string& dst,
+              const std::vector<std::pair<std::string, double>>& sources) {
+  Unit u;
+  u.job_id = job;
+  u.dst_nic = dst;
+  u.dst_leaf = g.NicLeaf(dst);
+  for (const auto& [nic, rate] : sources) u.sources.emplace_back(g.NicLeaf(nic), rate);
+  return u;
+}
+
+TEST(DemandTest, RingSkipsSameHostAndWraps) {
+  auto topo = Fabric();
+  v1::Job job;
+  job.set_collective(v1::COLLECTIVE_PATTERN_RING_ALLREDUCE);
+  // host000-gpu0 -> host000-gpu1 is NVLink; -> host002-gpu0 -> back to host000-gpu0.
+  for (const char* e : {"host000-gpu0", "host000-gpu1", "host002-gpu0"}) job.add_endpoints(e);
+  auto d = JobDemand(job, *topo);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].src_nic, "host000-nic1");
+  EXPECT_EQ(d[0].dst_nic, "host002-nic0");
+  EXPECT_DOUBLE_EQ(d[0].rate_bps, 400e9);
+  EXPECT_EQ(d[1].src_nic, "host002-nic0");
+  EXPECT_EQ(d[1].dst_nic, "host000-nic0");
+}
+
+TEST(DemandTest, AllToAllSplitsLineRate) {
+  auto topo = Fabric();
+  v1::Job job;
+  job.set_collective(v1::COLLECTIVE_PATTERN_ALL_TO_ALL);
+  for (const char* e : {"host000-gpu0", "host001-gpu0", "host002-gpu0", "host003-gpu0"}) {
+    job.add_endpoints(e);
+  }
+  auto d = JobDemand(job, *topo, 0.5);
+  ASSERT_EQ(d.size(), 12u);
+  for (const auto& x : d) EXPECT_DOUBLE_EQ(x.rate_bps, 400e9 / 3 * 0.5);
+}
+
+TEST(PathEngineTest, TwoElephantsGoToDifferentSpines) {
+  auto topo = Fabric();
+  FabricGraph g = FabricGraph::Build(*topo, {});
+  EXPECT_EQ(g.num_tops(), 2);
+  // Two 400G flows leaf0 -> leaf1: ECMP may hash both onto one spine (200%);
+  // TELB must split them (100% each).
+  std::vector<Unit> units = {MakeUnit(g, "a", "host002-nic0", {{"host000-nic0", 400e9}}),
+                             MakeUnit(g, "b", "host003-nic0", {{"host001-nic0", 400e9}})};
+  auto r = Place(g, units, {}, PlacementMode::kFull);
+  ASSERT_NE(r.top[0], -1);
+  ASSERT_NE(r.top[1], -1);
+  EXPECT_NE(r.top[0], r.top[1]);
+  EXPECT_NEAR(r.max_utilization, 1.0, 1e-9);
+  EXPECT_NE(r.reason[0].find("least-loaded"), std::string::npos) << r.reason[0];
+}
+
+TEST(PathEngineTest, DrainedLinkCarriesNothing) {
+  auto topo = Fabric();
+  FabricGraph g = FabricGraph::Build(*topo, {"leaf0:Ethernet0--spine0:Ethernet0"});
+  std::vector<Unit> units = {MakeUnit(g, "a", "host002-nic0", {{"host000-nic0", 100e9}}),
+                             MakeUnit(g, "b", "host003-nic0", {{"host001-nic0", 100e9}})};
+  auto r = Place(g, units, {}, PlacementMode::kFull);
+  EXPECT_EQ(g.top(r.top[0]), "spine1");
+  EXPECT_EQ(g.top(r.top[1]), "spine1");
+  EXPECT_EQ(r.edge_load[static_cast<size_t>(g.Edge("leaf0", "spine0"))], 0.0);
+}
+
+TEST(PathEngineTest, CurrentPathThatDiesIsReplacedWithReason) {
+  auto topo = Fabric();
+  FabricGraph g = FabricGraph::Build(*topo, {"leaf1:Ethernet0--spine0:Ethernet1"});
+  auto u = MakeUnit(g, "a", "host002-nic0", {{"host000-nic0", 100e9}});
+  u.current = g.TopIndex("spine0");
+  auto r = Place(g, {u}, {}, PlacementMode::kIncremental);
+  EXPECT_EQ(g.top(r.top[0]), "spine1");
+  EXPECT_EQ(r.moved, 1);
+  EXPECT_NE(r.reason[0].find("lost its capacity"), std::string::npos) << r.reason[0];
+}
+
+TEST(PathEngineTest, SteadyStateIsStable) {
+  auto topo = Fabric();
+  FabricGraph g = FabricGraph::Build(*topo, {});
+  std::vector<Unit> units = {MakeUnit(g, "a", "host002-nic0", {{"host000-nic0", 300e9}}),
+                             MakeUnit(g, "b", "host003-nic0", {{"host001-nic0", 300e9}}),
+                             MakeUnit(g, "c", "host000-nic1", {{"host002-nic1", 200e9}})};
+  auto first = Place(g, units, {}, PlacementMode::kFull);
+  for (size_t i = 0; i < units.size(); ++i) units[i].current = first.top[i];
+  for (int round = 0; round < 5; ++round) {
+    auto again = Place(g, units, {}, PlacementMode::kFull);
+    EXPECT_EQ(again.moved, 0);
+    EXPECT_EQ(again.top, first.top);
+  }
+}
+
+TEST(PathEngineTest, RecomputeMovesOnlyForRealGain) {
+  auto topo = Fabric();
+  FabricGraph g = FabricGraph::Build(*topo, {});
+  std::vector<Unit> units = {MakeUnit(g, "a", "host002-nic0", {{"host000-nic0", 400e9}}),
+                             MakeUnit(g, "b", "host003-nic0", {{"host001-nic0", 400e9}})};
+  // Both on spine0: 200% on leaf0->spine0. Recompute must split them.
+  units[0].current = units[1].current = g.TopIndex("spine0");
+  auto r = Place(g, units, {}, PlacementMode::kFull);
+  EXPECT_TRUE(r.adopted_new);
+  EXPECT_EQ(r.moved, 1);
+  EXPECT_NEAR(r.max_utilization, 1.0, 1e-9);
+}
+
+TEST(PathEngineTest, AllowedTopsAreRespected) {
+  auto topo = Fabric();
+  FabricGraph g = FabricGraph::Build(*topo, {});
+  auto u = MakeUnit(g, "a", "host002-nic0", {{"host000-nic0", 400e9}});
+  u.allowed = {g.TopIndex("spine1")};
+  auto v = MakeUnit(g, "b", "host003-nic0", {{"host001-nic0", 400e9}});
+  v.allowed = {g.TopIndex("spine1")};
+  auto r = Place(g, {u, v}, {}, PlacementMode::kFull);
+  EXPECT_EQ(g.top(r.top[0]), "spine1");
+  EXPECT_EQ(g.top(r.top[1]), "spine1");
+  EXPECT_NEAR(r.max_utilization, 2.0, 1e-9);  // isolation beats balance
+}
+
+TEST(PathEngineTest, NoLivePathIsReported) {
+  auto topo = Fabric();
+  FabricGraph g = FabricGraph::Build(
+      *topo, {"leaf0:Ethernet0--spine0:Ethernet0", "leaf0:Ethernet1--spine1:Ethernet0"});
+  auto r = Place(g, {MakeUnit(g, "a", "host002-nic0", {{"host000-nic0", 1e9}})}, {},
+                 PlacementMode::kFull);
+  EXPECT_EQ(r.top[0], -1);
+  EXPECT_NE(r.reason[0].find("no live path"), std::string::npos);
+}
+
+// 3-tier: pods p0, p1; each pod spine i connects to super-spines of plane i.
+//
+//   ss0 ss1 | ss2 ss3      (plane 0 | plane 1)
+//    \  /       \  /
+//  p0-spine0  p0-spine1   p1-spine0  p1-spine1
+//      leaves of p0           leaves of p1
+TEST(PathEngineTest, ThreeTierPathsFollowPlanes) {
+  loom::topology::Clos3Params p;
+  p.pods = 2;
+  p.leaves_per_pod = 2;
+  p.spines_per_pod = 2;
+  p.super_spines = 4;
+  p.hosts_per_leaf = 1;
+  p.host.gpus_per_host = 1;
+  p.host.nics_per_host = 1;
+  v1::Topology t;
+  std::string err;
+  ASSERT_TRUE(loom::topology::GenerateClos3(p, &t, &err));
+  loom::topology::TopologyIndex topo(t);
+  FabricGraph g = FabricGraph::Build(topo, {});
+  ASSERT_TRUE(g.three_tier());
+  EXPECT_EQ(g.num_tops(), 4);
+  std::vector<int> edges;
+  int a = g.LeafIndex("pod0-leaf0"), b = g.LeafIndex("pod1-leaf1"), c = g.LeafIndex("pod0-leaf1");
+  ASSERT_TRUE(g.PathEdges(a, b, g.TopIndex("superspine3"), &edges));
+  ASSERT_EQ(edges.size(), 4u);
+  EXPECT_EQ(g.edge_name(edges[0]), "pod0-leaf0->pod0-spine1");
+  EXPECT_EQ(g.edge_name(edges[1]), "pod0-spine1->superspine3");
+  EXPECT_EQ(g.edge_name(edges[2]), "superspine3->pod1-spine1");
+  EXPECT_EQ(g.edge_name(edges[3]), "pod1-spine1->pod1-leaf1");
+  ASSERT_TRUE(g.PathEdges(a, c, g.TopIndex("superspine0"), &edges));
+  ASSERT_EQ(edges.size(), 2u);  // intra-pod: the super-spine is not used
+  EXPECT_EQ(g.edge_name(edges[1]), "pod0-spine0->pod0-leaf1");
+  EXPECT_EQ(g.FirstHop(b, g.TopIndex("superspine2")), "pod1-spine1");
+}
+
+}  // namespace
+}  // namespace loom::te
