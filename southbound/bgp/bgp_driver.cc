@@ -1,0 +1,199 @@
+#include "southbound/bgp/bgp_driver.h"
+
+#include "common/log.h"
+
+namespace loom::southbound::bgp {
+
+namespace {
+std::set<std::string> DevicesOf(const BgpDriverConfig& c) {
+  std::set<std::string> out;
+  for (const PeerConfig& p : c.sessions) {
+    if (!p.device.empty()) out.insert(p.device);
+  }
+  return out;
+}
+}  // namespace
+
+BgpDriver::BgpDriver(boost::asio::io_context& io, Speaker* speaker, BgpDriverConfig config)
+    : io_(io), speaker_(speaker), config_(std::move(config)), devices_(DevicesOf(config_)) {}
+
+void BgpDriver::Start() {
+  boost::asio::post(io_, [this] {
+    for (const PeerConfig& p : config_.sessions) {
+      Status s = speaker_->AddPeer(p);
+      if (!s.ok())
+        LOG_ERROR("bgp driver: bad session").With("peer", p.name).With("error", s.message());
+    }
+  });
+}
+
+bool BgpDriver::Handles(const std::string& device) const { return devices_.count(device) > 0; }
+
+std::vector<OriginatedRoute> BgpDriver::Translate(const loom::v1::DeviceState& desired,
+                                                  std::vector<ApplyFailure>* failures,
+                                                  loom::v1::DeviceState* applied) const {
+  std::map<Prefix, OriginatedRoute> routes;
+  std::map<std::string, std::vector<Prefix>> prefixes_of;  // destination -> prefixes
+  std::vector<std::string> bad;
+  uint32_t local_as = 0;
+  for (const PeerConfig& p : config_.sessions) {
+    if (p.device == desired.device()) local_as = p.local_as;
+  }
+  for (const loom::v1::ColoredRoute& cr : desired.routes()) {
+    std::optional<Prefix> prefix = Prefix::Parse(cr.prefix());
+    if (!prefix || cr.prefix().empty()) {
+      bad.push_back(cr.destination() + " (prefix '" + cr.prefix() + "')");
+      continue;
+    }
+    if (routes.count(*prefix)) {
+      bad.push_back(cr.destination() + " (duplicate prefix " + cr.prefix() + ")");
+      continue;
+    }
+    OriginatedRoute r;
+    r.prefix = *prefix;
+    r.color = cr.color();
+    r.backup_color = cr.backup_color();
+    r.large_communities.push_back({local_as, 1, cr.traffic_class()});
+    routes[*prefix] = r;
+    prefixes_of[cr.destination()].push_back(*prefix);
+    *applied->add_routes() = cr;
+  }
+  if (!bad.empty()) {
+    std::string msg = "routes without a usable prefix:";
+    for (const std::string& b : bad) msg += " " + b;
+    failures->push_back({"routes", InvalidArgument(msg)});
+  }
+  std::vector<std::string> bad_weights;
+  for (const loom::v1::WeightSet& ws : desired.weights()) {
+    std::vector<Prefix> targets;
+    if (auto it = prefixes_of.find(ws.destination()); it != prefixes_of.end()) {
+      targets = it->second;
+    } else if (auto jt = config_.destination_prefixes.find(ws.destination());
+               jt != config_.destination_prefixes.end()) {
+      for (const std::string& s : jt->second) {
+        if (auto p = Prefix::Parse(s)) targets.push_back(*p);
+      }
+    } else if (auto p = Prefix::Parse(ws.destination())) {
+      targets.push_back(*p);
+    }
+    if (targets.empty()) {
+      bad_weights.push_back(ws.destination());
+      continue;
+    }
+    for (const Prefix& t : targets) {
+      OriginatedRoute& r = routes[t];
+      r.prefix = t;
+      for (const auto& [nh, w] : ws.weights()) {
+        if (w > 0) r.bandwidth_by_via[nh] = static_cast<float>(w) * config_.bandwidth_per_weight;
+      }
+    }
+    *applied->add_weights() = ws;
+  }
+  if (!bad_weights.empty()) {
+    std::string msg = "weights for unknown destinations:";
+    for (const std::string& b : bad_weights) msg += " " + b;
+    failures->push_back({"weights", InvalidArgument(msg)});
+  }
+  std::vector<OriginatedRoute> out;
+  out.reserve(routes.size());
+  for (auto& [p, r] : routes) out.push_back(std::move(r));
+  return out;
+}
+
+void BgpDriver::Apply(const loom::v1::DeviceState& desired, std::function<void(ApplyResult)> done) {
+  boost::asio::post(io_, [this, desired, done = std::move(done)]() mutable {
+    std::vector<ApplyFailure> failures;
+    loom::v1::DeviceState applied;
+    applied.set_device(desired.device());
+    applied.set_generation(desired.generation());
+    if (!Handles(desired.device())) {
+      failures.push_back({"device", NotFound("no BGP session for device " + desired.device())});
+      ApplyResult r;
+      r.applied = applied;
+      r.failures = std::move(failures);
+      done(std::move(r));
+      return;
+    }
+    std::vector<OriginatedRoute> routes = Translate(desired, &failures, &applied);
+    speaker_->SetRoutes(desired.device(), std::move(routes));
+    speaker_->Flush(desired.device(),
+                    [this, desired, applied, failures, done = std::move(done)]() mutable {
+                      Report(desired, std::move(applied), std::move(failures), std::move(done));
+                    });
+  });
+}
+
+void BgpDriver::Report(const loom::v1::DeviceState& desired, loom::v1::DeviceState applied,
+                       std::vector<ApplyFailure> failures, std::function<void(ApplyResult)> done) {
+  std::set<uint32_t> colors_up;
+  bool uncolored_up = false;
+  bool any_up = false;
+  for (const Session* s : speaker_->Sessions()) {
+    if (s->config().device != desired.device() || s->state() != SessionState::kEstablished) {
+      continue;
+    }
+    any_up = true;
+    if (s->config().fabric_color == 0) {
+      uncolored_up = true;
+    } else {
+      colors_up.insert(s->config().fabric_color);
+    }
+  }
+  if (!any_up) {
+    applied.clear_routes();
+    applied.clear_weights();
+    failures.push_back(
+        {"device", Unavailable("no Established BGP session to " + desired.device())});
+  } else {
+    std::string missing;
+    for (const loom::v1::ColorGroup& g : desired.colors()) {
+      if (uncolored_up || colors_up.count(g.color())) {
+        *applied.add_colors() = g;
+      } else {
+        missing += " " + std::to_string(g.color());
+      }
+    }
+    if (!missing.empty()) {
+      failures.push_back(
+          {"colors", FailedPrecondition("no Established session with fabric color" + missing)});
+    }
+  }
+  if (!config_.ignore_non_bgp_parts) {
+    auto unsupported = [&](const char* part, bool present) {
+      if (present) {
+        failures.push_back({part, Status(StatusCode::kUnimplemented,
+                                         std::string(part) + " is not carried by BGP")});
+      }
+    };
+    unsupported("dlb", desired.has_dlb() && desired.dlb().mode() != loom::v1::DLB_MODE_UNSPECIFIED);
+    unsupported("alb_tables", desired.alb_tables_size() > 0);
+    unsupported("spray_rules", desired.spray_rules_size() > 0);
+    unsupported("thresholds", desired.thresholds_size() > 0);
+  }
+  if (any_up) applied_[desired.device()] = applied;
+  ApplyResult r;
+  r.applied = std::move(applied);
+  r.failures = std::move(failures);
+  done(std::move(r));
+}
+
+void BgpDriver::Read(const std::string& device,
+                     std::function<void(Status, loom::v1::DeviceState)> done) {
+  boost::asio::post(io_, [this, device, done = std::move(done)] {
+    bool any_up = false;
+    for (const Session* s : speaker_->Sessions()) {
+      any_up |= s->config().device == device && s->state() == SessionState::kEstablished;
+    }
+    if (!any_up) {
+      done(Unavailable("no Established BGP session to " + device), loom::v1::DeviceState());
+      return;
+    }
+    auto it = applied_.find(device);
+    loom::v1::DeviceState state;
+    state.set_device(device);
+    if (it != applied_.end()) state = it->second;
+    done(Status::Ok(), state);
+  });
+}
+
+}  // namespace loom::southbound::bgp

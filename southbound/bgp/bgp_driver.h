@@ -1,0 +1,86 @@
+// BgpDriver: the southbound Driver that programs devices over BGP-DPF.
+//
+// Mapping of a DeviceState (see device_state.proto):
+// - ColoredRoute with a prefix -> an originated route with Color `color`,
+//   backup color `backup_color` (DPF export per session fabric color), and a
+//   large community (local AS, 1, traffic class).
+// - WeightSet -> link-bandwidth communities (weight x bandwidth_per_weight
+//   bytes/s) on the route of that destination, per session `via` (the next
+//   hop the session stands for); a destination without a ColoredRoute is
+//   resolved through destination_prefixes (or parsed as a prefix) and sent
+//   uncolored.
+// - ColorGroup -> nothing is sent (fabric colors are session configuration);
+//   a group is reported applied when the device has an Established session
+//   of that fabric color (or an uncolored session, which carries all colors).
+// - DLB, ALB tables, spray rules, thresholds are not BGP's: reported as
+//   failed parts (UNIMPLEMENTED) when present unless ignore_non_bgp_parts.
+// Routes of one device go only to that device's sessions (speaker group =
+// device id).
+//
+// Trigger: Apply()/Read() from the controller strand. Thread: both return at
+// once; the work runs on the speaker's io_context thread and the callbacks
+// are invoked there, after the UPDATEs were written to the sockets.
+#ifndef LOOM_SOUTHBOUND_BGP_BGP_DRIVER_H_
+#define LOOM_SOUTHBOUND_BGP_BGP_DRIVER_H_
+
+// Boost 1.74 Asio needs <utility> before it under C++20.
+#include <boost/asio.hpp>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "southbound/bgp/speaker.h"
+#include "southbound/wire/driver.h"
+
+namespace loom::southbound::bgp {
+
+struct BgpDriverConfig {
+  // Sessions to the devices; PeerConfig::device names the device.
+  std::vector<PeerConfig> sessions;
+  // Link bandwidth advertised per unit of GLB weight, bytes/s.
+  float bandwidth_per_weight = 1e9f;
+  // Destination id (e.g. an egress leaf) -> prefixes, for WeightSets whose
+  // destination has no ColoredRoute.
+  std::map<std::string, std::vector<std::string>> destination_prefixes;
+  // Do not report DLB/ALB/spray/threshold parts as failures (another driver
+  // programs them).
+  bool ignore_non_bgp_parts = false;
+};
+
+class BgpDriver final : public loom::southbound::Driver {
+ public:
+  // `speaker` runs on `io` and must outlive the driver.
+  BgpDriver(boost::asio::io_context& io, Speaker* speaker, BgpDriverConfig config);
+  // Adds the sessions to the speaker (posted to the speaker thread).
+  void Start();
+
+  std::string Name() const override { return "bgp"; }
+  bool Handles(const std::string& device) const override;
+  void Apply(const loom::v1::DeviceState& desired, std::function<void(ApplyResult)> done) override;
+  void Read(const std::string& device,
+            std::function<void(Status, loom::v1::DeviceState)> done) override;
+
+  // Pure translation used by Apply (exposed for tests): originated routes
+  // for `desired`, and the failures found while translating.
+  std::vector<OriginatedRoute> Translate(const loom::v1::DeviceState& desired,
+                                         std::vector<ApplyFailure>* failures,
+                                         loom::v1::DeviceState* applied) const;
+
+ private:
+  // Speaker thread only.
+  void Report(const loom::v1::DeviceState& desired, loom::v1::DeviceState applied,
+              std::vector<ApplyFailure> failures, std::function<void(ApplyResult)> done);
+
+  boost::asio::io_context& io_;
+  Speaker* speaker_;
+  const BgpDriverConfig config_;
+  const std::set<std::string> devices_;
+  std::map<std::string, loom::v1::DeviceState> applied_;  // Speaker thread only.
+};
+
+}  // namespace loom::southbound::bgp
+
+#endif  // LOOM_SOUTHBOUND_BGP_BGP_DRIVER_H_

@@ -1,0 +1,120 @@
+#include "southbound/bgp/dpf.h"
+
+#include <algorithm>
+
+namespace loom::southbound::bgp {
+
+std::optional<PathAttributes> DpfExport(const OriginatedRoute& route, const ExportContext& ctx) {
+  uint32_t color = 0;
+  std::optional<uint64_t> aigp;
+  if (route.color != 0) {
+    if (ctx.fabric_color == 0 || ctx.fabric_color == route.color) {
+      color = route.color;
+      aigp = 0;
+    } else if (route.backup_color != 0 && ctx.fabric_color == route.backup_color) {
+      color = route.backup_color;
+      aigp = route.backup_aigp;
+    } else {
+      return std::nullopt;
+    }
+  }
+  std::optional<float> bandwidth;
+  if (!route.bandwidth_by_via.empty() && !ctx.via.empty()) {
+    auto it = route.bandwidth_by_via.find(ctx.via);
+    if (it == route.bandwidth_by_via.end() || it->second <= 0) return std::nullopt;
+    bandwidth = it->second;
+  }
+  PathAttributes a;
+  a.origin = 0;
+  a.has_as_path = true;
+  if (ctx.ebgp) a.as_path.push_back({AsSegmentType::kSequence, {ctx.local_as}});
+  if (route.prefix.afi == Afi::kIpv4) {
+    a.next_hop = ctx.next_hop;
+  } else {
+    a.mp_next_hop = ctx.next_hop_v6;
+  }
+  if (!ctx.ebgp) a.local_pref = 100;
+  a.med = route.med;
+  if (color != 0) a.ext_communities.push_back(ExtCommunity::Color(color));
+  if (bandwidth) {
+    uint16_t asn = ctx.local_as > 0xffff ? kAsTrans : static_cast<uint16_t>(ctx.local_as);
+    a.ext_communities.push_back(ExtCommunity::LinkBandwidth(asn, *bandwidth));
+  }
+  a.aigp = aigp;
+  a.large_communities = route.large_communities;
+  a.nnhn = route.nnhn;
+  return a;
+}
+
+void DpfReceiver::Update(const std::string& session, uint32_t session_color,
+                         const std::string& neighbor, const Prefix& prefix,
+                         const PathAttributes* attrs) {
+  auto& by_session = paths_[prefix];
+  if (attrs == nullptr) {
+    if (by_session.erase(session) > 0) ++version_;
+    if (by_session.empty()) paths_.erase(prefix);
+    return;
+  }
+  uint32_t color = attrs->Color();
+  if (color != 0 && session_color != 0 && color != session_color) {
+    ++hidden_;
+    if (by_session.erase(session) > 0) ++version_;
+    if (by_session.empty()) paths_.erase(prefix);
+    return;
+  }
+  Path p;
+  p.session_color = session_color;
+  p.neighbor = neighbor;
+  p.color = color;
+  p.aigp = attrs->aigp.value_or(0);
+  p.weight = attrs->LinkBandwidth().value_or(1.0f);
+  if (attrs->next_hop) p.next_hop = *attrs->next_hop;
+  by_session[session] = p;
+  ++version_;
+}
+
+void DpfReceiver::SessionDown(const std::string& session) {
+  for (auto it = paths_.begin(); it != paths_.end();) {
+    if (it->second.erase(session) > 0) ++version_;
+    it = it->second.empty() ? paths_.erase(it) : std::next(it);
+  }
+}
+
+DpfReceiver::Table DpfReceiver::Build(const Prefix& prefix,
+                                      const std::map<std::string, Path>& paths) const {
+  Table t;
+  t.prefix = prefix;
+  std::map<uint32_t, ColorEntry> colors;
+  for (const auto& [session, p] : paths) {
+    Member m{session, p.neighbor, p.weight, p.aigp, p.next_hop};
+    if (p.color == 0) {
+      t.uncolored.push_back(m);
+      continue;
+    }
+    ColorEntry& e = colors[p.color];
+    if (e.members.empty() || p.aigp < e.aigp) e.aigp = p.aigp;
+    e.color = p.color;
+    e.members.push_back(m);
+  }
+  for (auto& [c, e] : colors) t.colors.push_back(std::move(e));
+  std::sort(t.colors.begin(), t.colors.end(), [](const ColorEntry& a, const ColorEntry& b) {
+    return a.aigp != b.aigp ? a.aigp < b.aigp : a.color < b.color;
+  });
+  if (!t.colors.empty()) t.preferred_color = t.colors.front().color;
+  return t;
+}
+
+std::optional<DpfReceiver::Table> DpfReceiver::Lookup(const Prefix& prefix) const {
+  auto it = paths_.find(prefix);
+  if (it == paths_.end()) return std::nullopt;
+  return Build(it->first, it->second);
+}
+
+std::vector<DpfReceiver::Table> DpfReceiver::Tables() const {
+  std::vector<Table> out;
+  out.reserve(paths_.size());
+  for (const auto& [prefix, paths] : paths_) out.push_back(Build(prefix, paths));
+  return out;
+}
+
+}  // namespace loom::southbound::bgp

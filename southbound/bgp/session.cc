@@ -1,0 +1,553 @@
+#include "southbound/bgp/session.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+
+namespace loom::southbound::bgp {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+// RFC 4271 §8.2.2: a large hold time while OpenSent.
+constexpr uint16_t kOpenSentHoldS = 240;
+// RFC 6608 FSM error subcodes.
+constexpr uint8_t kFsmUnexpectedInOpenSent = 1;
+constexpr uint8_t kFsmUnexpectedInOpenConfirm = 2;
+constexpr uint8_t kFsmUnexpectedInEstablished = 3;
+}  // namespace
+
+const char* SessionStateName(SessionState s) {
+  switch (s) {
+    case SessionState::kIdle:
+      return "Idle";
+    case SessionState::kConnect:
+      return "Connect";
+    case SessionState::kActive:
+      return "Active";
+    case SessionState::kOpenSent:
+      return "OpenSent";
+    case SessionState::kOpenConfirm:
+      return "OpenConfirm";
+    case SessionState::kEstablished:
+      return "Established";
+  }
+  return "?";
+}
+
+Session::Session(asio::io_context& io, PeerConfig config, LocalIdentity identity,
+                 SessionHandler* handler)
+    : io_(io),
+      config_(std::move(config)),
+      identity_(identity),
+      handler_(handler),
+      connect_retry_timer_(io),
+      hold_timer_(io),
+      keepalive_timer_(io),
+      idle_timer_(io),
+      rng_(std::random_device{}()) {}
+
+Session::~Session() {
+  if (socket_) {
+    boost::system::error_code ec;
+    socket_->close(ec);
+  }
+}
+
+void Session::Transition(SessionState next) {
+  if (next == state_) return;
+  LOG_DEBUG("bgp session state")
+      .With("peer", config_.name)
+      .With("from", SessionStateName(state_))
+      .With("to", SessionStateName(next));
+  state_ = next;
+}
+
+std::chrono::milliseconds Session::Jitter(std::chrono::milliseconds base) {
+  std::uniform_real_distribution<double> d(0.75, 1.0);
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(static_cast<double>(base.count()) * d(rng_)));
+}
+
+void Session::Start() {
+  if (started_) return;
+  started_ = true;
+  if (state_ != SessionState::kIdle) return;
+  if (config_.passive) {
+    Transition(SessionState::kActive);
+  } else {
+    Connect();
+  }
+}
+
+void Session::Stop() {
+  if (!started_ && state_ == SessionState::kIdle) {
+    handler_ = nullptr;
+    return;
+  }
+  started_ = false;
+  idle_timer_.cancel();
+  connect_retry_timer_.cancel();
+  if (socket_ && state_ >= SessionState::kOpenSent) {
+    SendNotification(err::kCease, err::kCeaseAdminShutdown, {}, "administrative shutdown");
+  } else {
+    Drop("stopped", true);
+  }
+  handler_ = nullptr;
+}
+
+void Session::Reset(uint8_t code, uint8_t subcode) {
+  if (socket_ && state_ >= SessionState::kOpenSent) {
+    SendNotification(code, subcode, {}, "reset");
+  }
+}
+
+void Session::Connect() {
+  Transition(SessionState::kConnect);
+  ++generation_;
+  socket_ = std::make_unique<tcp::socket>(io_);
+  boost::system::error_code ec;
+  auto peer = asio::ip::make_address(config_.peer_address, ec);
+  if (ec) {
+    last_error_ = "bad peer address " + config_.peer_address;
+    Transition(SessionState::kActive);
+    ArmConnectRetry();
+    return;
+  }
+  tcp::endpoint remote(peer, config_.peer_port);
+  socket_->open(remote.protocol(), ec);
+  if (!config_.local_address.empty() && !ec) {
+    auto local = asio::ip::make_address(config_.local_address, ec);
+    if (!ec) socket_->bind(tcp::endpoint(local, 0), ec);
+  }
+  ArmConnectRetry();
+  auto self = shared_from_this();
+  uint64_t gen = generation_;
+  socket_->async_connect(remote, [self, gen](const boost::system::error_code& e) {
+    if (gen != self->generation_) return;
+    self->OnConnected(e);
+  });
+}
+
+void Session::OnConnected(const boost::system::error_code& ec) {
+  if (state_ != SessionState::kConnect) return;
+  if (ec) {
+    last_error_ = "connect: " + ec.message();
+    boost::system::error_code ignored;
+    socket_->close(ignored);
+    socket_.reset();
+    ++generation_;
+    Transition(SessionState::kActive);
+    return;  // ConnectRetry timer is running and will redial.
+  }
+  ConnectionUp();
+}
+
+bool Session::Accept(tcp::socket socket) {
+  if (!started_) return false;
+  switch (state_) {
+    case SessionState::kIdle:
+    case SessionState::kConnect:
+    case SessionState::kActive:
+      break;
+    case SessionState::kOpenSent:
+    case SessionState::kOpenConfirm:
+      // Connection collision: keep the connection already in progress; the
+      // peer's dial fails and it accepts ours (or retries).
+      return false;
+    case SessionState::kEstablished:
+      // RFC 4724 §4.2: a new connection from a graceful-restart peer means
+      // it restarted; drop the old one and keep its routes as stale.
+      if (!PeerSupportsGracefulRestart()) return false;
+      Drop("peer reconnected (graceful restart)", false);
+      break;
+  }
+  idle_timer_.cancel();
+  if (socket_) {
+    boost::system::error_code ignored;
+    socket_->close(ignored);
+  }
+  ++generation_;
+  socket_ = std::make_unique<tcp::socket>(std::move(socket));
+  ConnectionUp();
+  return true;
+}
+
+void Session::ConnectionUp() {
+  connect_retry_timer_.cancel();
+  boost::system::error_code ec;
+  socket_->set_option(tcp::no_delay(true), ec);
+  SendOpen();
+  Transition(SessionState::kOpenSent);
+  ArmHold(kOpenSentHoldS);
+  ReadHeader();
+}
+
+void Session::SendOpen() {
+  OpenMessage open;
+  open.my_as_field = config_.local_as > 0xffff ? kAsTrans : static_cast<uint16_t>(config_.local_as);
+  open.hold_time_s = config_.hold_time_s;
+  open.bgp_id = identity_.router_id;
+  open.caps.four_octet_as = config_.local_as;
+  open.caps.mp_ipv4_unicast = true;
+  open.caps.mp_ipv6_unicast = config_.ipv6;
+  open.caps.route_refresh = true;
+  if (config_.graceful_restart) {
+    GracefulRestartCap gr;
+    gr.restart_state = identity_.restarting;
+    gr.restart_time_s = config_.restart_time_s;
+    gr.families.push_back({Afi::kIpv4, kSafiUnicast, identity_.restarting});
+    if (config_.ipv6) gr.families.push_back({Afi::kIpv6, kSafiUnicast, identity_.restarting});
+    open.caps.graceful_restart = gr;
+  }
+  Write(EncodeOpen(open), MessageType::kOpen);
+}
+
+void Session::SendKeepalive() { Write(EncodeKeepalive(), MessageType::kKeepalive); }
+
+void Session::Send(Bytes msg) {
+  if (state_ != SessionState::kEstablished) return;
+  if (msg.size() > kHeaderSize) {
+    MessageType type = static_cast<MessageType>(msg[18]);
+    Write(std::move(msg), type);
+  }
+}
+
+void Session::SendRaw(Bytes bytes) {
+  if (!socket_) return;
+  out_queue_.push_back(std::move(bytes));
+  ++queued_seq_;
+  DoWrite();
+}
+
+void Session::Write(Bytes msg, MessageType type) {
+  if (!socket_) return;
+  ++counters_.messages_out[static_cast<size_t>(type)];
+  out_queue_.push_back(std::move(msg));
+  ++queued_seq_;
+  DoWrite();
+}
+
+void Session::DoWrite() {
+  if (writing_ || out_queue_.empty() || !socket_) return;
+  writing_ = true;
+  // Coalesce queued messages into one write.
+  auto buf = std::make_shared<Bytes>();
+  size_t n = 0;
+  while (!out_queue_.empty() && buf->size() < 64 * 1024) {
+    buf->insert(buf->end(), out_queue_.front().begin(), out_queue_.front().end());
+    out_queue_.pop_front();
+    ++n;
+  }
+  auto self = shared_from_this();
+  uint64_t gen = generation_;
+  asio::async_write(*socket_, asio::buffer(*buf),
+                    [self, gen, buf, n](const boost::system::error_code& ec, size_t) {
+                      if (gen != self->generation_) return;
+                      self->writing_ = false;
+                      if (ec) {
+                        self->Drop("write: " + ec.message(), false);
+                        return;
+                      }
+                      self->written_seq_ += n;
+                      self->RunDrainCallbacks();
+                      self->DoWrite();
+                    });
+}
+
+void Session::OnDrained(std::function<void()> cb) {
+  if (written_seq_ >= queued_seq_) {
+    asio::post(io_, std::move(cb));
+    return;
+  }
+  drain_callbacks_.emplace_back(queued_seq_, std::move(cb));
+}
+
+void Session::RunDrainCallbacks() {
+  while (!drain_callbacks_.empty() && drain_callbacks_.front().first <= written_seq_) {
+    auto cb = std::move(drain_callbacks_.front().second);
+    drain_callbacks_.pop_front();
+    cb();
+  }
+}
+
+void Session::ReadHeader() {
+  auto self = shared_from_this();
+  uint64_t gen = generation_;
+  asio::async_read(*socket_, asio::buffer(header_buf_),
+                   [self, gen](const boost::system::error_code& ec, size_t) {
+                     if (gen != self->generation_) return;
+                     if (ec) {
+                       self->Drop("read: " + ec.message(), false);
+                       return;
+                     }
+                     size_t len;
+                     MessageType type;
+                     DecodeError error;
+                     if (ParseHeader(self->header_buf_, &len, &type, &error) != HeaderStatus::kOk) {
+                       self->SendNotification(error.code, error.subcode, error.data, error.reason);
+                       return;
+                     }
+                     self->ReadBody(len, type);
+                   });
+}
+
+void Session::ReadBody(size_t length, MessageType type) {
+  body_buf_.assign(header_buf_.begin(), header_buf_.end());
+  body_buf_.resize(length);
+  if (length == kHeaderSize) {
+    Bytes msg = body_buf_;
+    HandleMessage(msg);
+    if (socket_ && state_ != SessionState::kIdle) ReadHeader();
+    return;
+  }
+  (void)type;
+  auto self = shared_from_this();
+  uint64_t gen = generation_;
+  asio::async_read(*socket_, asio::buffer(body_buf_.data() + kHeaderSize, length - kHeaderSize),
+                   [self, gen](const boost::system::error_code& ec, size_t) {
+                     if (gen != self->generation_) return;
+                     if (ec) {
+                       self->Drop("read: " + ec.message(), false);
+                       return;
+                     }
+                     Bytes msg = std::move(self->body_buf_);
+                     self->HandleMessage(msg);
+                     if (gen == self->generation_ && self->socket_) self->ReadHeader();
+                   });
+}
+
+void Session::HandleMessage(const Bytes& raw) {
+  Message msg;
+  DecodeError error;
+  MessageType type = static_cast<MessageType>(raw[18]);
+  ++counters_.messages_in[static_cast<size_t>(type)];
+  if (!DecodeMessage(raw, codec_, &msg, &error)) {
+    if (type == MessageType::kUpdate && state_ != SessionState::kEstablished) {
+      SendNotification(err::kFsm,
+                       state_ == SessionState::kOpenSent ? kFsmUnexpectedInOpenSent
+                                                         : kFsmUnexpectedInOpenConfirm,
+                       {}, "UPDATE before Established");
+      return;
+    }
+    SendNotification(error.code, error.subcode, error.data, error.reason);
+    return;
+  }
+  auto fsm_error = [this](const char* what) {
+    uint8_t sub = state_ == SessionState::kOpenSent      ? kFsmUnexpectedInOpenSent
+                  : state_ == SessionState::kOpenConfirm ? kFsmUnexpectedInOpenConfirm
+                                                         : kFsmUnexpectedInEstablished;
+    SendNotification(err::kFsm, sub, {}, what);
+  };
+  switch (msg.type) {
+    case MessageType::kOpen:
+      if (state_ != SessionState::kOpenSent) return fsm_error("unexpected OPEN");
+      HandleOpen(msg.open);
+      return;
+    case MessageType::kKeepalive:
+      if (state_ == SessionState::kOpenConfirm) {
+        Transition(SessionState::kEstablished);
+        ++counters_.established_transitions;
+        if (hold_time_s_ > 0) ArmHold(hold_time_s_);
+        LOG_INFO("bgp session established")
+            .With("peer", config_.name)
+            .With("peer_as", uint64_t{peer_open_.Asn()})
+            .With("hold_s", unsigned{hold_time_s_});
+        if (handler_) handler_->OnEstablished(this);
+      } else if (state_ == SessionState::kEstablished) {
+        if (hold_time_s_ > 0) ArmHold(hold_time_s_);
+      } else {
+        fsm_error("unexpected KEEPALIVE");
+      }
+      return;
+    case MessageType::kUpdate: {
+      if (state_ != SessionState::kEstablished) return fsm_error("UPDATE before Established");
+      if (hold_time_s_ > 0) ArmHold(hold_time_s_);
+      const UpdateMessage& u = msg.update;
+      if (u.end_of_rib) {
+        ++counters_.end_of_rib_in;
+      } else if (u.treat_as_withdraw) {
+        ++counters_.treat_as_withdraw;
+        LOG_WARN("bgp treat-as-withdraw")
+            .With("peer", config_.name)
+            .With("reason", u.error)
+            .With("prefixes", uint64_t{u.nlri.size()});
+        counters_.prefixes_withdrawn_in += u.nlri.size() + u.withdrawn.size();
+      } else {
+        counters_.prefixes_announced_in += u.nlri.size();
+        counters_.prefixes_withdrawn_in += u.withdrawn.size();
+      }
+      counters_.attributes_discarded += u.discarded_attributes.size();
+      if (handler_) handler_->OnUpdate(this, u);
+      return;
+    }
+    case MessageType::kNotification: {
+      const NotificationMessage& n = msg.notification;
+      if (n.code < counters_.notifications_received.size()) {
+        ++counters_.notifications_received[n.code];
+      }
+      LOG_WARN("bgp notification received")
+          .With("peer", config_.name)
+          .With("code", unsigned{n.code})
+          .With("subcode", unsigned{n.subcode});
+      Drop("notification received " + std::to_string(n.code) + "/" + std::to_string(n.subcode),
+           true);
+      return;
+    }
+    case MessageType::kRouteRefresh:
+      if (state_ != SessionState::kEstablished) return fsm_error("unexpected ROUTE-REFRESH");
+      if (handler_) handler_->OnRouteRefresh(this, msg.route_refresh);
+      return;
+  }
+}
+
+void Session::HandleOpen(const OpenMessage& open) {
+  if (open.Asn() != config_.peer_as) {
+    Bytes data = {static_cast<uint8_t>(open.my_as_field >> 8),
+                  static_cast<uint8_t>(open.my_as_field)};
+    return SendNotification(err::kOpen, err::kOpenBadPeerAs, data, "bad peer AS");
+  }
+  if (!open.caps.four_octet_as && open.my_as_field == kAsTrans) {
+    return SendNotification(err::kOpen, err::kOpenBadPeerAs, {}, "AS_TRANS without capability");
+  }
+  if (open.bgp_id == 0 || open.bgp_id == identity_.router_id) {
+    return SendNotification(err::kOpen, err::kOpenBadBgpId, {}, "bad BGP identifier");
+  }
+  if (open.hold_time_s == 1 || open.hold_time_s == 2) {
+    return SendNotification(err::kOpen, err::kOpenBadHoldTime, {}, "unacceptable hold time");
+  }
+  peer_open_ = open;
+  codec_.four_octet_as = open.caps.four_octet_as.has_value();
+  codec_.ebgp = config_.local_as != config_.peer_as;
+  hold_time_s_ = std::min(open.hold_time_s, config_.hold_time_s);
+  SendKeepalive();
+  Transition(SessionState::kOpenConfirm);
+  if (hold_time_s_ > 0) {
+    ArmHold(hold_time_s_);
+    ArmKeepalive();
+  } else {
+    hold_timer_.cancel();
+  }
+}
+
+void Session::SendNotification(uint8_t code, uint8_t subcode, const Bytes& data,
+                               const std::string& why) {
+  if (socket_) {
+    NotificationMessage n{code, subcode, data};
+    Bytes bytes = EncodeNotification(n);
+    // Written synchronously (it is small) so it leaves before the close.
+    boost::system::error_code ec;
+    asio::write(*socket_, asio::buffer(bytes), ec);
+    ++counters_.messages_out[static_cast<size_t>(MessageType::kNotification)];
+    if (code < counters_.notifications_sent.size()) ++counters_.notifications_sent[code];
+  }
+  LOG_WARN("bgp notification sent")
+      .With("peer", config_.name)
+      .With("code", unsigned{code})
+      .With("subcode", unsigned{subcode})
+      .With("reason", why);
+  Drop("notification sent " + std::to_string(code) + "/" + std::to_string(subcode) + ": " + why,
+       true);
+}
+
+void Session::Drop(const std::string& why, bool notified) {
+  bool was_established = state_ == SessionState::kEstablished;
+  bool graceful = !notified && was_established && PeerSupportsGracefulRestart();
+  last_error_ = why;
+  ++generation_;
+  if (socket_) {
+    boost::system::error_code ec;
+    socket_->shutdown(tcp::socket::shutdown_both, ec);
+    socket_->close(ec);
+    socket_.reset();
+  }
+  hold_timer_.cancel();
+  keepalive_timer_.cancel();
+  connect_retry_timer_.cancel();
+  out_queue_.clear();
+  writing_ = false;
+  written_seq_ = queued_seq_;
+  RunDrainCallbacks();
+  Transition(SessionState::kIdle);
+  if (was_established) {
+    ++counters_.flaps;
+    LOG_INFO("bgp session down").With("peer", config_.name).With("reason", why);
+  }
+  if (handler_) handler_->OnDown(this, was_established, graceful);
+  if (started_) ArmIdleRestart();
+}
+
+void Session::ArmConnectRetry() {
+  connect_retry_timer_.expires_after(Jitter(config_.connect_retry));
+  auto self = shared_from_this();
+  connect_retry_timer_.async_wait([self](const boost::system::error_code& ec) {
+    if (ec || !self->started_) return;
+    if (self->state_ == SessionState::kConnect || self->state_ == SessionState::kActive) {
+      if (self->config_.passive) {
+        self->ArmConnectRetry();
+      } else {
+        if (self->socket_) {
+          boost::system::error_code ignored;
+          self->socket_->close(ignored);
+        }
+        self->Connect();
+      }
+    }
+  });
+}
+
+void Session::ArmHold(uint16_t seconds) {
+  hold_timer_.expires_after(std::chrono::seconds(seconds));
+  auto self = shared_from_this();
+  uint64_t gen = generation_;
+  hold_timer_.async_wait([self, gen](const boost::system::error_code& ec) {
+    if (ec || gen != self->generation_) return;
+    self->SendNotification(err::kHoldTimerExpired, 0, {}, "hold timer expired");
+  });
+}
+
+void Session::ArmKeepalive() {
+  auto interval = std::chrono::milliseconds(std::max<int64_t>(1000, hold_time_s_ * 1000 / 3));
+  keepalive_timer_.expires_after(Jitter(interval));
+  auto self = shared_from_this();
+  uint64_t gen = generation_;
+  keepalive_timer_.async_wait([self, gen](const boost::system::error_code& ec) {
+    if (ec || gen != self->generation_) return;
+    if (self->state_ == SessionState::kOpenConfirm || self->state_ == SessionState::kEstablished) {
+      self->SendKeepalive();
+      self->ArmKeepalive();
+    }
+  });
+}
+
+void Session::ArmIdleRestart() {
+  idle_timer_.expires_after(Jitter(config_.idle_hold));
+  auto self = shared_from_this();
+  idle_timer_.async_wait([self](const boost::system::error_code& ec) {
+    if (ec || !self->started_ || self->state_ != SessionState::kIdle) return;
+    if (self->config_.passive) {
+      self->Transition(SessionState::kActive);
+    } else {
+      self->Connect();
+    }
+  });
+}
+
+bool Session::PeerSupportsGracefulRestart() const {
+  return config_.graceful_restart && peer_open_.caps.graceful_restart.has_value();
+}
+
+uint16_t Session::PeerRestartTime() const {
+  return peer_open_.caps.graceful_restart ? peer_open_.caps.graceful_restart->restart_time_s : 0;
+}
+
+std::optional<tcp::endpoint> Session::RemoteEndpoint() const {
+  if (!socket_) return std::nullopt;
+  boost::system::error_code ec;
+  auto ep = socket_->remote_endpoint(ec);
+  if (ec) return std::nullopt;
+  return ep;
+}
+
+}  // namespace loom::southbound::bgp

@@ -1,0 +1,208 @@
+// One BGP session: the RFC 4271 finite state machine (Idle, Connect, Active,
+// OpenSent, OpenConfirm, Established) on a Boost.Asio TCP socket, with the
+// ConnectRetry, Hold and Keepalive timers (jitter 0.75-1.0), capability
+// negotiation, NOTIFICATION handling and per-session counters.
+//
+// Role: transport and state only. Routes are the Speaker's business: the
+// session hands decoded UPDATEs to its SessionHandler and sends the bytes the
+// handler gives it.
+// Triggers: Start()/Stop() from the owner, TCP events, timers.
+// Thread: everything runs on the io_context the session was created with;
+// that io_context must be run by exactly one thread (it is the strand), and
+// every public method must be called from it.
+#ifndef LOOM_SOUTHBOUND_BGP_SESSION_H_
+#define LOOM_SOUTHBOUND_BGP_SESSION_H_
+
+// Boost 1.74 Asio needs <utility> before it under C++20.
+#include <array>
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "southbound/bgp/codec.h"
+
+namespace loom::southbound::bgp {
+
+enum class SessionState { kIdle, kConnect, kActive, kOpenSent, kOpenConfirm, kEstablished };
+const char* SessionStateName(SessionState s);
+
+// Per-peer configuration.
+struct PeerConfig {
+  // Unique name of the session (for example "leaf07/red").
+  std::string name;
+  // Device the session talks to (BgpDriver groups routes by device); may be
+  // empty for sessions that get only global routes.
+  std::string device;
+  uint32_t local_as = 0;
+  uint32_t peer_as = 0;
+  // Peer address (IPv4 or IPv6 literal) and TCP port to dial or accept from.
+  std::string peer_address = "127.0.0.1";
+  uint16_t peer_port = 179;
+  // Local address to bind when dialing (empty: any).
+  std::string local_address;
+  // Passive: never dial, only accept. Otherwise dial (and still accept).
+  bool passive = false;
+  uint16_t hold_time_s = 90;
+  std::chrono::milliseconds connect_retry{120'000};
+  // Delay before an automatic restart after the session fell to Idle.
+  std::chrono::milliseconds idle_hold{1'000};
+  // BGP-DPF fabric color of the session (0 = uncolored).
+  uint32_t fabric_color = 0;
+  // NEXT_HOP Loom puts on routes sent on this session (next-hop-self).
+  std::string next_hop;
+  // The neighbor device the session stands for (a spine id) when Loom
+  // injects one path per next hop; link-bandwidth weights are keyed by it.
+  std::string via;
+  // Graceful restart (RFC 4724): advertise the capability, act as helper.
+  bool graceful_restart = true;
+  uint16_t restart_time_s = 120;
+  // Advertise and accept IPv6 unicast.
+  bool ipv6 = true;
+};
+
+// Counters of one session; kept across flaps.
+struct SessionCounters {
+  std::array<uint64_t, 6> messages_in{};  // Indexed by MessageType (1..5).
+  std::array<uint64_t, 6> messages_out{};
+  uint64_t prefixes_announced_in = 0;
+  uint64_t prefixes_withdrawn_in = 0;
+  uint64_t prefixes_announced_out = 0;
+  uint64_t prefixes_withdrawn_out = 0;
+  uint64_t treat_as_withdraw = 0;
+  uint64_t attributes_discarded = 0;
+  uint64_t end_of_rib_in = 0;
+  std::array<uint64_t, 7> notifications_sent{};  // Indexed by error code (1..6).
+  std::array<uint64_t, 7> notifications_received{};
+  uint64_t established_transitions = 0;
+  uint64_t flaps = 0;  // Established -> down.
+};
+
+class Session;
+
+// Receives what a session learns. Called on the session's thread.
+class SessionHandler {
+ public:
+  virtual ~SessionHandler() = default;
+  virtual void OnEstablished(Session* s) = 0;
+  // The session left Established (or never reached it). `graceful`: the
+  // peer negotiated graceful restart and the session ended without a
+  // NOTIFICATION, so its routes should be kept as stale (RFC 4724).
+  virtual void OnDown(Session* s, bool was_established, bool graceful) = 0;
+  virtual void OnUpdate(Session* s, const UpdateMessage& u) = 0;
+  virtual void OnRouteRefresh(Session* s, const RouteRefreshMessage& rr) = 0;
+};
+
+// Identity and restart state the session advertises in its OPEN.
+struct LocalIdentity {
+  uint32_t router_id = 0;
+  // Set when this speaker restarted and wants helpers to keep its routes
+  // (R bit and F bit in the graceful restart capability).
+  bool restarting = false;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(boost::asio::io_context& io, PeerConfig config, LocalIdentity identity,
+          SessionHandler* handler);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // ManualStart (active or passive per config).
+  void Start();
+  // ManualStop: sends Cease/Administrative Shutdown when connected.
+  void Stop();
+  // Hands an accepted connection to the session. Returns false when the
+  // session does not take it (for example already Established without
+  // graceful restart); the caller closes it.
+  bool Accept(boost::asio::ip::tcp::socket socket);
+  // Queues an encoded message. Only in Established (others are dropped).
+  void Send(Bytes msg);
+  // Calls `cb` once everything queued so far is written to the socket (or
+  // the session went down).
+  void OnDrained(std::function<void()> cb);
+  // Sends a NOTIFICATION and drops the session (used for admin resets).
+  void Reset(uint8_t code, uint8_t subcode);
+
+  const PeerConfig& config() const { return config_; }
+  SessionState state() const { return state_; }
+  const SessionCounters& counters() const { return counters_; }
+  // The speaker counts prefixes it sends.
+  SessionCounters& mutable_counters() { return counters_; }
+  const OpenMessage& peer_open() const { return peer_open_; }
+  // Codec options negotiated with the peer (4-octet AS, eBGP).
+  const CodecOptions& codec_options() const { return codec_; }
+  // Negotiated hold time (0 = no keepalives).
+  uint16_t hold_time_s() const { return hold_time_s_; }
+  const std::string& last_error() const { return last_error_; }
+  // The peer advertised graceful restart with at least one family.
+  bool PeerSupportsGracefulRestart() const;
+  // Restart time the peer advertised (seconds).
+  uint16_t PeerRestartTime() const;
+  // For tests: the local TCP endpoint after connect.
+  std::optional<boost::asio::ip::tcp::endpoint> RemoteEndpoint() const;
+  // Writes bytes without framing checks (tests inject raw messages).
+  void SendRaw(Bytes bytes);
+
+ private:
+  void Transition(SessionState next);
+  void Connect();
+  void OnConnected(const boost::system::error_code& ec);
+  void ConnectionUp();
+  void ReadHeader();
+  void ReadBody(size_t length, MessageType type);
+  void HandleMessage(const Bytes& msg);
+  void HandleOpen(const OpenMessage& open);
+  void SendOpen();
+  void SendKeepalive();
+  void SendNotification(uint8_t code, uint8_t subcode, const Bytes& data, const std::string& why);
+  void Write(Bytes msg, MessageType type);
+  void DoWrite();
+  // Tears down the connection. `notified`: a NOTIFICATION was sent or
+  // received (no graceful restart retention).
+  void Drop(const std::string& why, bool notified);
+  void ArmConnectRetry();
+  void ArmHold(uint16_t seconds);
+  void ArmKeepalive();
+  void ArmIdleRestart();
+  std::chrono::milliseconds Jitter(std::chrono::milliseconds base);
+  void RunDrainCallbacks();
+
+  boost::asio::io_context& io_;
+  PeerConfig config_;
+  LocalIdentity identity_;
+  SessionHandler* handler_;
+  SessionState state_ = SessionState::kIdle;
+  bool started_ = false;
+  std::unique_ptr<boost::asio::ip::tcp::socket> socket_;
+  uint64_t generation_ = 0;  // Bumped on every drop; stale callbacks check it.
+  boost::asio::steady_timer connect_retry_timer_;
+  boost::asio::steady_timer hold_timer_;
+  boost::asio::steady_timer keepalive_timer_;
+  boost::asio::steady_timer idle_timer_;
+  std::array<uint8_t, kHeaderSize> header_buf_{};
+  Bytes body_buf_;
+  std::deque<Bytes> out_queue_;
+  bool writing_ = false;
+  uint64_t queued_seq_ = 0;
+  uint64_t written_seq_ = 0;
+  std::deque<std::pair<uint64_t, std::function<void()>>> drain_callbacks_;
+  OpenMessage peer_open_;
+  CodecOptions codec_;
+  uint16_t hold_time_s_ = 0;
+  std::string last_error_;
+  SessionCounters counters_;
+  std::mt19937 rng_;
+};
+
+}  // namespace loom::southbound::bgp
+
+#endif  // LOOM_SOUTHBOUND_BGP_SESSION_H_
