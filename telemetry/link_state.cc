@@ -1,0 +1,867 @@
+#include "telemetry/link_state.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "telemetry/path.h"
+
+namespace loom::telemetry {
+
+using loom::v1::DeviceRole;
+
+const char* OperStatusName(OperStatus s) {
+  switch (s) {
+    case OperStatus::kUp:
+      return "UP";
+    case OperStatus::kDown:
+      return "DOWN";
+    case OperStatus::kUnknown:
+      break;
+  }
+  return "UNKNOWN";
+}
+
+int QuantizeLevel(double value, const std::array<double, 7>& thresholds) {
+  if (!(value == value)) return 0;  // NaN
+  int level = 0;
+  for (double t : thresholds) {
+    if (value >= t) ++level;
+  }
+  return level;
+}
+
+int QualityBand(double utilization, double queue_bytes, double pause_ratio,
+                const QualityParams& params) {
+  const double wl = std::max(0.0, params.load_weight);
+  const double wq = std::max(0.0, params.queue_weight);
+  const double wp = std::max(0.0, params.pause_weight);
+  const double wsum = wl + wq + wp;
+  if (wsum <= 0) return 7;
+  const double level = (wl * QuantizeLevel(utilization, params.load_thresholds) +
+                        wq * QuantizeLevel(queue_bytes, params.queue_thresholds) +
+                        wp * QuantizeLevel(pause_ratio, params.pause_thresholds)) /
+                       wsum;
+  const int band = 7 - static_cast<int>(std::lround(level));
+  return std::clamp(band, 0, 7);
+}
+
+namespace {
+
+enum IfCounter {
+  kInOctets,
+  kOutOctets,
+  kInPkts,
+  kOutPkts,
+  kInDiscards,
+  kOutDiscards,
+  kInErrors,
+  kOutErrors,
+  kCarrierTransitions,
+  kNumIf
+};
+enum QueueCounter { kQTxPkts, kQTxOctets, kQDropped, kQEcn, kNumQ };
+enum PfcCounter {
+  kPfcRxPkts,
+  kPfcTxPkts,
+  kPfcRxPauseUs,
+  kPfcTxPauseUs,
+  kWdDetected,
+  kWdRestored,
+  kNumPfc
+};
+enum NicCounter {
+  kNpCnpSent,
+  kRpCnpHandled,
+  kRpCnpIgnored,
+  kNpEcnMarked,
+  kOutOfSequence,
+  kPacketSeqErr,
+  kLocalAckTimeoutErr,
+  kNumNic
+};
+// Leaves accepted but not used for link state.
+constexpr int kIgnored = -2;
+
+struct LeafName {
+  std::string_view name;
+  int id;
+};
+
+constexpr LeafName kIfLeaves[] = {
+    {"in-octets", kInOctets},
+    {"out-octets", kOutOctets},
+    {"in-pkts", kInPkts},
+    {"out-pkts", kOutPkts},
+    {"in-discards", kInDiscards},
+    {"out-discards", kOutDiscards},
+    {"in-errors", kInErrors},
+    {"out-errors", kOutErrors},
+    {"carrier-transitions", kCarrierTransitions},
+    // OpenConfig leaves a target may send within .../state/counters.
+    {"in-unicast-pkts", kIgnored},
+    {"out-unicast-pkts", kIgnored},
+    {"in-multicast-pkts", kIgnored},
+    {"out-multicast-pkts", kIgnored},
+    {"in-broadcast-pkts", kIgnored},
+    {"out-broadcast-pkts", kIgnored},
+    {"in-fcs-errors", kIgnored},
+    {"last-clear", kIgnored},
+};
+constexpr int kQCurrent = 100;
+constexpr int kQWatermark = 101;
+constexpr LeafName kQueueLeaves[] = {
+    {"transmit-pkts", kQTxPkts},     {"transmit-octets", kQTxOctets}, {"dropped-pkts", kQDropped},
+    {"ecn-marked-pkts", kQEcn},      {"max-queue-len", kQWatermark},  {"dropped-octets", kIgnored},
+    {"ecn-marked-octets", kIgnored}, {"avg-queue-len", kIgnored},     {"name", kIgnored},
+};
+constexpr LeafName kPfcLeaves[] = {
+    {"rx-pkts", kPfcRxPkts},
+    {"tx-pkts", kPfcTxPkts},
+    {"rx-pause-duration-us", kPfcRxPauseUs},
+    {"tx-pause-duration-us", kPfcTxPauseUs},
+};
+constexpr int kWdStatus = 200;
+constexpr LeafName kWdLeaves[] = {
+    {"status", kWdStatus},
+    {"deadlock-detected", kWdDetected},
+    {"deadlock-restored", kWdRestored},
+};
+constexpr LeafName kNicLeaves[] = {
+    {"np_cnp_sent", kNpCnpSent},
+    {"rp_cnp_handled", kRpCnpHandled},
+    {"rp_cnp_ignored", kRpCnpIgnored},
+    {"np_ecn_marked_roce_packets", kNpEcnMarked},
+    {"out_of_sequence", kOutOfSequence},
+    {"packet_seq_err", kPacketSeqErr},
+    {"local_ack_timeout_err", kLocalAckTimeoutErr},
+};
+constexpr int kAlbPkts = 0;
+constexpr int kAlbOctets = 1;
+constexpr int kAlbNextHop = 2;
+constexpr LeafName kAlbLeaves[] = {
+    {"transmit-pkts", kAlbPkts},
+    {"transmit-octets", kAlbOctets},
+    {"next-hop", kAlbNextHop},
+};
+
+template <size_t N>
+int LookupLeaf(const LeafName (&table)[N], const std::string& name) {
+  for (const LeafName& l : table) {
+    if (l.name == name) return l.id;
+  }
+  return -1;
+}
+
+struct Counter {
+  CounterTracker tracker;
+  double rate = 0;
+  bool valid = false;
+  TimeNs fresh = -1;
+};
+
+struct QueueSlot {
+  std::string name;
+  std::array<Counter, kNumQ> c;
+  uint64_t current = 0;
+  uint64_t watermark = 0;
+};
+
+struct PfcSlot {
+  std::array<Counter, kNumPfc> c;
+  bool stormed = false;
+};
+
+struct Port {
+  int link = -1;
+  double octets_max = 0;  // Implausibility bounds (per second).
+  double pkts_max = 0;
+  std::array<Counter, kNumIf> c;
+  OperStatus oper = OperStatus::kUnknown;
+  std::vector<QueueSlot> queues;
+  std::array<PfcSlot, 8> pfc;
+  std::array<Counter, kNumNic> nic;
+  uint32_t resets = 0;
+};
+
+struct AlbSlot {
+  std::string group;
+  uint32_t bucket = 0;
+  std::string next_hop;
+  Counter pkts, octets;
+};
+
+struct DeviceSlot {
+  std::unordered_map<std::string, int> ports;    // interface -> Port index
+  std::unordered_map<std::string, AlbSlot> alb;  // group + '\n' + bucket
+  bool is_nic = false;
+};
+
+// Value conversions. Counters and gauges must be non-negative integers.
+bool ParseUintText(std::string_view s, uint64_t* out) {
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  if (s.empty()) return false;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, *out);
+  return ec == std::errc() && p == end;
+}
+
+bool GetUint(const gnmi::TypedValue& v, uint64_t* out) {
+  switch (v.value_case()) {
+    case gnmi::TypedValue::kUintVal:
+      *out = v.uint_val();
+      return true;
+    case gnmi::TypedValue::kIntVal:
+      if (v.int_val() < 0) return false;
+      *out = static_cast<uint64_t>(v.int_val());
+      return true;
+    case gnmi::TypedValue::kDoubleVal: {
+      const double d = v.double_val();
+      if (!std::isfinite(d) || d < 0 || d >= 1.8e19) return false;
+      *out = static_cast<uint64_t>(d);
+      return true;
+    }
+    case gnmi::TypedValue::kJsonVal:
+      return ParseUintText(v.json_val(), out);
+    case gnmi::TypedValue::kJsonIetfVal:
+      return ParseUintText(v.json_ietf_val(), out);
+    case gnmi::TypedValue::kStringVal:
+      return ParseUintText(v.string_val(), out);
+    default:
+      return false;
+  }
+}
+
+bool GetText(const gnmi::TypedValue& v, std::string_view* out) {
+  switch (v.value_case()) {
+    case gnmi::TypedValue::kStringVal:
+      *out = v.string_val();
+      break;
+    case gnmi::TypedValue::kAsciiVal:
+      *out = v.ascii_val();
+      break;
+    case gnmi::TypedValue::kJsonVal:
+      *out = v.json_val();
+      break;
+    case gnmi::TypedValue::kJsonIetfVal:
+      *out = v.json_ietf_val();
+      break;
+    default:
+      return false;
+  }
+  if (out->size() >= 2 && out->front() == '"' && out->back() == '"') {
+    *out = out->substr(1, out->size() - 2);
+  }
+  // OpenConfig identityref values may carry a module prefix.
+  const size_t colon = out->rfind(':');
+  if (colon != std::string_view::npos) *out = out->substr(colon + 1);
+  return !out->empty();
+}
+
+const std::string* Key(const gnmi::PathElem& e, const char* name) {
+  auto it = e.key().find(name);
+  if (it == e.key().end() || it->second.empty()) return nullptr;
+  return &it->second;
+}
+
+bool Is(const gnmi::PathElem& e, std::string_view name) { return e.name() == name; }
+
+double Max(double a) { return a > 0 ? a : std::numeric_limits<double>::infinity(); }
+
+}  // namespace
+
+struct LinkStateTable::Impl {
+  std::unordered_map<std::string, DeviceSlot> devices;
+  std::vector<Port> ports;
+  std::vector<std::array<int, 2>> link_ports;  // [link] -> {port of a, port of b}
+  std::vector<int64_t> capacity;
+  std::vector<std::array<bool, 2>> side_is_nic;
+  LinkStateOptions options;
+  IngestStats* stats = nullptr;
+
+  void Feed(Counter& c, TimeNs ts, uint64_t v, TimeNs arrival, uint32_t* resets) {
+    const CounterUpdate u = c.tracker.Add(ts, v);
+    switch (u.result) {
+      case CounterResult::kOutOfOrder:
+        ++stats->out_of_order;
+        return;
+      case CounterResult::kReset:
+        ++stats->resets;
+        if (resets != nullptr) ++*resets;
+        c.valid = false;
+        c.rate = 0;
+        break;
+      case CounterResult::kImplausible:
+        ++stats->implausible;
+        c.valid = false;
+        c.rate = 0;
+        break;
+      case CounterResult::kWrapped:
+        ++stats->wraps;
+        [[fallthrough]];
+      case CounterResult::kRate:
+        c.rate = u.rate;
+        c.valid = true;
+        break;
+      case CounterResult::kFirst:
+        break;
+    }
+    c.fresh = arrival;
+  }
+
+  static void InitCounter(Counter& c, double max_rate) {
+    CounterOptions o;
+    o.max_rate = max_rate;
+    c.tracker = CounterTracker(o);
+  }
+
+  // Applies one update; false when rejected.
+  bool ApplyOne(DeviceSlot& dev, std::string_view origin, const gnmi::PathElem* const* e, int n,
+                const gnmi::TypedValue& val, TimeNs ts, TimeNs arrival) {
+    const bool oc = IsOpenConfigOrigin(origin);
+    const bool loom = origin == "loom";
+    if (n < 4) return Unknown();
+    auto port_of = [&](const gnmi::PathElem& elem, const char* key) -> Port* {
+      const std::string* name = Key(elem, key);
+      if (name == nullptr) return nullptr;
+      auto it = dev.ports.find(*name);
+      return it == dev.ports.end() ? nullptr : &ports[it->second];
+    };
+    const std::string& root = e[0]->name();
+    if (root == "interfaces" && oc && Is(*e[1], "interface") && Is(*e[2], "state")) {
+      Port* p = port_of(*e[1], "name");
+      if (p == nullptr) return Unknown();
+      if (n == 4 && Is(*e[3], "oper-status")) {
+        std::string_view s;
+        if (!GetText(val, &s)) return Bad();
+        p->oper = s == "UP"        ? OperStatus::kUp
+                  : s == "UNKNOWN" ? OperStatus::kUnknown
+                                   : OperStatus::kDown;
+        return true;
+      }
+      if (n != 5 || !Is(*e[3], "counters")) return Unknown();
+      const int id = LookupLeaf(kIfLeaves, e[4]->name());
+      if (id == -1) return Unknown();
+      uint64_t v;
+      if (!GetUint(val, &v)) return Bad();
+      if (id == kIgnored) return true;
+      Feed(p->c[id], ts, v, arrival, &p->resets);
+      return true;
+    }
+    if (root == "qos" && (oc || loom)) {
+      if (n != 8 || !Is(*e[1], "interfaces") || !Is(*e[2], "interface") || !Is(*e[3], "output") ||
+          !Is(*e[4], "queues") || !Is(*e[5], "queue") || !Is(*e[6], "state")) {
+        return Unknown();
+      }
+      Port* p = port_of(*e[2], "interface-id");
+      const std::string* qname = Key(*e[5], "name");
+      if (p == nullptr || qname == nullptr) return Unknown();
+      int id = -1;
+      if (oc) {
+        id = LookupLeaf(kQueueLeaves, e[7]->name());
+      } else if (Is(*e[7], "current-queue-len")) {
+        id = kQCurrent;
+      }
+      if (id == -1) return Unknown();
+      uint64_t v;
+      if (!GetUint(val, &v)) return Bad();
+      if (id == kIgnored) return true;
+      QueueSlot* q = nullptr;
+      for (QueueSlot& s : p->queues) {
+        if (s.name == *qname) q = &s;
+      }
+      if (q == nullptr) {
+        if (p->queues.size() >= 64) return Bad();  // Bounded: no queue-name floods.
+        q = &p->queues.emplace_back();
+        q->name = *qname;
+        InitCounter(q->c[kQTxPkts], p->pkts_max);
+        InitCounter(q->c[kQTxOctets], p->octets_max);
+        InitCounter(q->c[kQDropped], p->pkts_max);
+        InitCounter(q->c[kQEcn], p->pkts_max);
+      }
+      if (id == kQCurrent) {
+        q->current = v;
+      } else if (id == kQWatermark) {
+        q->watermark = v;
+      } else {
+        Feed(q->c[id], ts, v, arrival, &p->resets);
+      }
+      return true;
+    }
+    if (root == "pfc" && loom) {
+      if ((n != 7 && n != 8) || !Is(*e[1], "interfaces") || !Is(*e[2], "interface") ||
+          !Is(*e[3], "priorities") || !Is(*e[4], "priority")) {
+        return Unknown();
+      }
+      Port* p = port_of(*e[2], "name");
+      const std::string* prio = Key(*e[4], "id");
+      if (p == nullptr || prio == nullptr) return Unknown();
+      uint64_t pr;
+      if (!ParseUintText(*prio, &pr) || pr > 7) return Unknown();
+      PfcSlot& slot = p->pfc[pr];
+      if (n == 7) {
+        if (!Is(*e[5], "state")) return Unknown();
+        const int id = LookupLeaf(kPfcLeaves, e[6]->name());
+        if (id < 0) return Unknown();
+        uint64_t v;
+        if (!GetUint(val, &v)) return Bad();
+        Feed(slot.c[id], ts, v, arrival, &p->resets);
+        return true;
+      }
+      if (!Is(*e[5], "watchdog") || !Is(*e[6], "state")) return Unknown();
+      const int id = LookupLeaf(kWdLeaves, e[7]->name());
+      if (id < 0) return Unknown();
+      if (id == kWdStatus) {
+        std::string_view s;
+        if (!GetText(val, &s)) return Bad();
+        if (s == "stormed") {
+          slot.stormed = true;
+        } else if (s == "operational") {
+          slot.stormed = false;
+        } else {
+          return Bad();
+        }
+        return true;
+      }
+      uint64_t v;
+      if (!GetUint(val, &v)) return Bad();
+      Feed(slot.c[id], ts, v, arrival, &p->resets);
+      return true;
+    }
+    if (root == "nic" && loom) {
+      if (n != 6 || !Is(*e[1], "interfaces") || !Is(*e[2], "interface") || !Is(*e[3], "roce") ||
+          !Is(*e[4], "state")) {
+        return Unknown();
+      }
+      Port* p = port_of(*e[2], "name");
+      if (p == nullptr) return Unknown();
+      const int id = LookupLeaf(kNicLeaves, e[5]->name());
+      if (id < 0) return Unknown();
+      uint64_t v;
+      if (!GetUint(val, &v)) return Bad();
+      Feed(p->nic[id], ts, v, arrival, &p->resets);
+      return true;
+    }
+    if (root == "alb" && loom) {
+      if (n != 7 || !Is(*e[1], "groups") || !Is(*e[2], "group") || !Is(*e[3], "buckets") ||
+          !Is(*e[4], "bucket") || !Is(*e[5], "state")) {
+        return Unknown();
+      }
+      const std::string* group = Key(*e[2], "name");
+      const std::string* bucket = Key(*e[4], "id");
+      uint64_t b;
+      if (group == nullptr || bucket == nullptr || !ParseUintText(*bucket, &b) || b > 0xFFFFFFFFu) {
+        return Unknown();
+      }
+      const int id = LookupLeaf(kAlbLeaves, e[6]->name());
+      if (id < 0) return Unknown();
+      std::string key = *group;
+      key.push_back('\n');
+      key.append(*bucket);
+      auto it = dev.alb.find(key);
+      if (it == dev.alb.end()) {
+        if (dev.alb.size() >= 65536) return Bad();
+        it = dev.alb.emplace(std::move(key), AlbSlot{}).first;
+        it->second.group = *group;
+        it->second.bucket = static_cast<uint32_t>(b);
+      }
+      AlbSlot& slot = it->second;
+      if (id == kAlbNextHop) {
+        std::string_view s;
+        if (!GetText(val, &s)) return Bad();
+        slot.next_hop.assign(s);
+        return true;
+      }
+      uint64_t v;
+      if (!GetUint(val, &v)) return Bad();
+      Feed(id == kAlbPkts ? slot.pkts : slot.octets, ts, v, arrival, nullptr);
+      return true;
+    }
+    return Unknown();
+  }
+
+  bool Unknown() {
+    ++stats->unknown_path;
+    return false;
+  }
+  bool Bad() {
+    ++stats->bad_value;
+    return false;
+  }
+};
+
+LinkStateTable::LinkStateTable(const topology::TopologyIndex& index, LinkStateOptions options)
+    : index_(index), options_(options), impl_(std::make_unique<Impl>()) {
+  Impl& im = *impl_;
+  im.options = options_;
+  im.stats = &stats_;
+  const auto& topo = index_.topology();
+  for (const auto& d : topo.devices()) {
+    im.devices[d.id()].is_nic = d.role() == DeviceRole::DEVICE_ROLE_NIC;
+  }
+  im.link_ports.resize(topo.links_size(), {-1, -1});
+  im.capacity.resize(topo.links_size(), 0);
+  for (int i = 0; i < topo.links_size(); ++i) {
+    const auto& l = topo.links(i);
+    im.capacity[i] = l.capacity_bps();
+    const double bytes_per_sec = static_cast<double>(l.capacity_bps()) / 8.0;
+    const double octets_max = Max(bytes_per_sec * options_.max_rate_factor);
+    const double pkts_max = Max(bytes_per_sec / 64.0 * options_.max_rate_factor);
+    const loom::v1::LinkEndpoint* ends[2] = {&l.a(), &l.b()};
+    for (int side = 0; side < 2; ++side) {
+      DeviceSlot& dev = im.devices[ends[side]->device()];
+      auto [it, inserted] = dev.ports.emplace(ends[side]->interface(), im.ports.size());
+      if (!inserted) continue;  // Validation forbids this; keep the first link.
+      Port& p = im.ports.emplace_back();
+      p.link = i;
+      p.octets_max = octets_max;
+      p.pkts_max = pkts_max;
+      for (int c = 0; c < kNumIf; ++c) {
+        const bool octets = c == kInOctets || c == kOutOctets;
+        Impl::InitCounter(p.c[c], c == kCarrierTransitions ? Max(0)
+                                  : octets                 ? octets_max
+                                                           : pkts_max);
+      }
+      for (PfcSlot& s : p.pfc) {
+        Impl::InitCounter(s.c[kPfcRxPkts], pkts_max);
+        Impl::InitCounter(s.c[kPfcTxPkts], pkts_max);
+        Impl::InitCounter(s.c[kPfcRxPauseUs], 1e6 * options_.max_rate_factor);
+        Impl::InitCounter(s.c[kPfcTxPauseUs], 1e6 * options_.max_rate_factor);
+      }
+      for (Counter& c : p.nic) Impl::InitCounter(c, pkts_max);
+      im.link_ports[i][side] = it->second;
+    }
+  }
+}
+
+LinkStateTable::~LinkStateTable() = default;
+
+size_t LinkStateTable::Apply(const std::string& target, const gnmi::Notification& n,
+                             TimeNs arrival_ns) {
+  ++stats_.notifications;
+  const size_t count = static_cast<size_t>(n.update_size());
+  stats_.updates += count;
+  stats_.deletes += static_cast<uint64_t>(n.delete__size());
+  const std::string& tgt = n.prefix().target().empty() ? target : n.prefix().target();
+  auto dit = impl_->devices.find(tgt);
+  if (dit == impl_->devices.end()) {
+    stats_.unknown_target += count;
+    return count;
+  }
+  if (n.timestamp() <= 0) {
+    stats_.missing_timestamp += count;
+    return count;
+  }
+  constexpr int kMaxDepth = 16;
+  const gnmi::PathElem* elems[kMaxDepth];
+  const int np = n.prefix().elem_size();
+  if (np > kMaxDepth) {
+    stats_.unknown_path += count;
+    return count;
+  }
+  for (int i = 0; i < np; ++i) elems[i] = &n.prefix().elem(i);
+  size_t rejected = 0;
+  for (const gnmi::Update& u : n.update()) {
+    const int nu = u.path().elem_size();
+    if (np + nu > kMaxDepth) {
+      ++stats_.unknown_path;
+      ++rejected;
+      continue;
+    }
+    for (int i = 0; i < nu; ++i) elems[np + i] = &u.path().elem(i);
+    const std::string& origin = u.path().origin().empty() ? n.prefix().origin() : u.path().origin();
+    if (impl_->ApplyOne(dit->second, origin, elems, np + nu, u.val(), n.timestamp(), arrival_ns)) {
+      ++stats_.applied;
+    } else {
+      ++rejected;
+    }
+  }
+  return rejected;
+}
+
+void LinkStateTable::ResetDevice(const std::string& device) {
+  auto dit = impl_->devices.find(device);
+  if (dit == impl_->devices.end()) return;
+  auto reset = [](Counter& c) {
+    c.tracker.Reset();
+    c.valid = false;
+    c.rate = 0;
+  };
+  for (const auto& [name, idx] : dit->second.ports) {
+    Port& p = impl_->ports[idx];
+    for (Counter& c : p.c) reset(c);
+    for (QueueSlot& q : p.queues) {
+      for (Counter& c : q.c) reset(c);
+    }
+    for (PfcSlot& s : p.pfc) {
+      for (Counter& c : s.c) reset(c);
+    }
+    for (Counter& c : p.nic) reset(c);
+  }
+  for (auto& [k, slot] : dit->second.alb) {
+    reset(slot.pkts);
+    reset(slot.octets);
+  }
+}
+
+std::vector<LinkDirectionState> LinkStateTable::Compute(TimeNs now_ns) const {
+  const Impl& im = *impl_;
+  const auto& topo = index_.topology();
+  std::vector<LinkDirectionState> out(2 * static_cast<size_t>(topo.links_size()));
+  auto rate = [](const Counter& c) { return c.valid ? c.rate : 0.0; };
+  for (int i = 0; i < topo.links_size(); ++i) {
+    const auto& link = topo.links(i);
+    const int pa = im.link_ports[i][0];
+    const int pb = im.link_ports[i][1];
+    for (int d = 0; d < 2; ++d) {
+      LinkDirectionState& s = out[2 * i + d];
+      s.link_index = i;
+      s.direction = static_cast<Direction>(d);
+      s.link_id = &link.id();
+      s.tx_device = d == 0 ? &link.a().device() : &link.b().device();
+      s.rx_device = d == 0 ? &link.b().device() : &link.a().device();
+      s.capacity_bps = link.capacity_bps();
+      const int txi = d == 0 ? pa : pb;
+      const int rxi = d == 0 ? pb : pa;
+      if (txi < 0 || rxi < 0) continue;
+      const Port& tx = im.ports[txi];
+      const Port& rx = im.ports[rxi];
+      if (tx.link != i || rx.link != i) continue;  // Duplicate interface: not tracked.
+
+      const Counter* octets = &tx.c[kOutOctets];
+      if (!octets->valid && rx.c[kInOctets].valid) octets = &rx.c[kInOctets];
+      s.has_rate = octets->valid;
+      s.tx_bps = rate(*octets) * 8.0;
+      s.last_sample_ns = octets->tracker.last_timestamp();
+      s.last_fresh_ns = octets->fresh;
+      s.utilization = s.capacity_bps > 0 ? s.tx_bps / static_cast<double>(s.capacity_bps) : 0;
+      s.tx_pps = tx.c[kOutPkts].valid ? tx.c[kOutPkts].rate : rate(rx.c[kInPkts]);
+
+      double queue_drops = 0;
+      for (const QueueSlot& q : tx.queues) {
+        s.queue_depth_bytes += q.current;
+        s.queue_peak_bytes = std::max(s.queue_peak_bytes, q.watermark);
+        s.ecn_marked_pps += rate(q.c[kQEcn]);
+        queue_drops += rate(q.c[kQDropped]);
+      }
+      s.queue_peak_bytes = std::max(s.queue_peak_bytes, s.queue_depth_bytes);
+      s.drops_pps = std::max(rate(tx.c[kOutDiscards]), queue_drops) + rate(rx.c[kInDiscards]);
+      s.errors_pps = rate(tx.c[kOutErrors]) + rate(rx.c[kInErrors]);
+      s.carrier_transitions = tx.c[kCarrierTransitions].tracker.last_value() +
+                              rx.c[kCarrierTransitions].tracker.last_value();
+
+      double pause = 0, pause_fps = 0;
+      bool tx_has_pause = false;
+      for (const PfcSlot& slot : tx.pfc) {
+        if (slot.c[kPfcRxPauseUs].valid) {
+          tx_has_pause = true;
+          pause = std::max(pause, slot.c[kPfcRxPauseUs].rate / 1e6);
+        }
+        pause_fps += rate(slot.c[kPfcRxPkts]);
+        s.pfc_stormed = s.pfc_stormed || slot.stormed;
+        s.pfc_deadlocks_detected += slot.c[kWdDetected].tracker.last_value();
+        s.pfc_deadlocks_restored += slot.c[kWdRestored].tracker.last_value();
+      }
+      if (!tx_has_pause) {
+        for (const PfcSlot& slot : rx.pfc) {
+          pause = std::max(pause, rate(slot.c[kPfcTxPauseUs]) / 1e6);
+        }
+      }
+      if (pause_fps == 0) {
+        for (const PfcSlot& slot : rx.pfc) pause_fps += rate(slot.c[kPfcTxPkts]);
+      }
+      s.pfc_pause_ratio = std::clamp(pause, 0.0, 1.0);
+      s.pfc_pause_fps = pause_fps;
+
+      const bool tx_nic = im.devices.at(*s.tx_device).is_nic;
+      const bool rx_nic = im.devices.at(*s.rx_device).is_nic;
+      if (tx_nic) s.cnp_pps += rate(tx.nic[kRpCnpHandled]);
+      if (rx_nic) s.cnp_pps += rate(rx.nic[kNpCnpSent]);
+
+      if (tx.oper == OperStatus::kDown || rx.oper == OperStatus::kDown) {
+        s.oper = OperStatus::kDown;
+      } else if (tx.oper == OperStatus::kUp || rx.oper == OperStatus::kUp) {
+        s.oper = OperStatus::kUp;
+      }
+      s.counter_resets = tx.resets + rx.resets;
+      s.stale = !s.has_rate || IsStale(s.last_fresh_ns, now_ns, options_.staleness);
+      s.quality_band = s.oper == OperStatus::kDown
+                           ? 0
+                           : QualityBand(s.utilization, static_cast<double>(s.queue_depth_bytes),
+                                         s.pfc_pause_ratio, options_.quality);
+    }
+  }
+  return out;
+}
+
+std::vector<AlbBucketState> LinkStateTable::AlbBuckets(TimeNs now_ns) const {
+  std::vector<AlbBucketState> out;
+  for (const auto& [dev_id, dev] : impl_->devices) {
+    for (const auto& [k, slot] : dev.alb) {
+      AlbBucketState& b = out.emplace_back();
+      b.device = dev_id;
+      b.group = slot.group;
+      b.bucket = slot.bucket;
+      b.next_hop = slot.next_hop;
+      b.pps = slot.pkts.valid ? slot.pkts.rate : 0;
+      b.bps = slot.octets.valid ? slot.octets.rate * 8 : 0;
+      b.stale = !slot.pkts.valid || IsStale(slot.pkts.fresh, now_ns, options_.staleness);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const AlbBucketState& x, const AlbBucketState& y) {
+    return std::tie(x.device, x.group, x.bucket) < std::tie(y.device, y.group, y.bucket);
+  });
+  return out;
+}
+
+namespace {
+
+struct Hop {
+  int band = 0;
+  bool stale = true;
+};
+
+// Best hop among parallel links in one direction: the best non-stale band, or
+// (all stale) the best band, marked stale.
+Hop BestHop(const std::vector<int>& links, Direction dir,
+            const std::vector<LinkDirectionState>& state) {
+  Hop best{0, true};
+  bool have_fresh = false;
+  for (int l : links) {
+    const size_t idx = 2 * static_cast<size_t>(l) + static_cast<size_t>(dir);
+    if (idx >= state.size()) continue;
+    const LinkDirectionState& s = state[idx];
+    if (!s.stale) {
+      if (!have_fresh || s.quality_band > best.band) best = {s.quality_band, false};
+      have_fresh = true;
+    } else if (!have_fresh) {
+      best.band = std::max(best.band, s.quality_band);
+    }
+  }
+  return best;
+}
+
+struct Adjacent {
+  int device;
+  Hop up;    // From the lower device to `device` (or lower -> upper).
+  Hop down;  // From the upper device down.
+};
+
+}  // namespace
+
+std::vector<PathQuality> ComputePathQualities(const topology::TopologyIndex& index,
+                                              const std::vector<LinkDirectionState>& links) {
+  const auto& topo = index.topology();
+  const int nd = topo.devices_size();
+  std::unordered_map<std::string, int> dev_idx;
+  dev_idx.reserve(nd);
+  for (int i = 0; i < nd; ++i) dev_idx.emplace(topo.devices(i).id(), i);
+  auto role = [&](int d) { return topo.devices(d).role(); };
+
+  // Group parallel links per (lower, upper) device pair for leaf-spine and
+  // spine-super-spine tiers.
+  std::unordered_map<int64_t, std::vector<int>> groups;
+  for (int i = 0; i < topo.links_size(); ++i) {
+    const auto& l = topo.links(i);
+    auto a = dev_idx.find(l.a().device());
+    auto b = dev_idx.find(l.b().device());
+    if (a == dev_idx.end() || b == dev_idx.end()) continue;
+    const bool leaf_spine = role(a->second) == DeviceRole::DEVICE_ROLE_LEAF &&
+                            role(b->second) == DeviceRole::DEVICE_ROLE_SPINE;
+    const bool spine_ss = role(a->second) == DeviceRole::DEVICE_ROLE_SPINE &&
+                          role(b->second) == DeviceRole::DEVICE_ROLE_SUPER_SPINE;
+    if (!leaf_spine && !spine_ss) continue;
+    groups[static_cast<int64_t>(a->second) * nd + b->second].push_back(i);
+  }
+  // Adjacency lists: up[lower] = uppers with hops; down[upper] = lowers.
+  std::vector<std::vector<Adjacent>> up(nd), down(nd);
+  for (const auto& [key, ls] : groups) {
+    const int lower = static_cast<int>(key / nd);
+    const int upper = static_cast<int>(key % nd);
+    const Hop u = BestHop(ls, Direction::kUp, links);
+    const Hop d = BestHop(ls, Direction::kDown, links);
+    up[lower].push_back({upper, u, d});
+    down[upper].push_back({lower, u, d});
+  }
+  for (auto& v : up) {
+    std::sort(v.begin(), v.end(),
+              [](const Adjacent& x, const Adjacent& y) { return x.device < y.device; });
+  }
+  for (auto& v : down) {
+    std::sort(v.begin(), v.end(),
+              [](const Adjacent& x, const Adjacent& y) { return x.device < y.device; });
+  }
+
+  std::vector<PathQuality> out;
+  for (int l1 = 0; l1 < nd; ++l1) {
+    if (role(l1) != DeviceRole::DEVICE_ROLE_LEAF) continue;
+    for (const Adjacent& s : up[l1]) {
+      if (role(s.device) != DeviceRole::DEVICE_ROLE_SPINE) continue;
+      // Two tiers: l1 -> s -> l2.
+      for (const Adjacent& l2 : down[s.device]) {
+        if (l2.device == l1) continue;
+        PathQuality& p = out.emplace_back();
+        p.ingress_leaf = l1;
+        p.spine = p.egress_spine = s.device;
+        p.egress_leaf = l2.device;
+        p.local_band = s.up.band;
+        p.remote_band = l2.down.band;
+        p.band = std::min(p.local_band, p.remote_band);
+        p.stale = s.up.stale || l2.down.stale;
+      }
+      // Three tiers: l1 -> s -> ss -> s2 -> l2, l2 in another pod.
+      for (const Adjacent& ss : up[s.device]) {
+        for (const Adjacent& s2 : down[ss.device]) {
+          if (s2.device == s.device) continue;
+          for (const Adjacent& l2 : down[s2.device]) {
+            if (l2.device == l1 || topo.devices(l2.device).pod() == topo.devices(l1).pod()) {
+              continue;
+            }
+            PathQuality& p = out.emplace_back();
+            p.ingress_leaf = l1;
+            p.spine = s.device;
+            p.super_spine = ss.device;
+            p.egress_spine = s2.device;
+            p.egress_leaf = l2.device;
+            p.local_band = s.up.band;
+            p.remote_band = l2.down.band;
+            p.band = std::min({s.up.band, ss.up.band, s2.down.band, l2.down.band});
+            p.stale = s.up.stale || ss.up.stale || s2.down.stale || l2.down.stale;
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+LinkTelemetry::LinkTelemetry(const topology::TopologyIndex& index, LinkStateOptions options,
+                             const Clock* clock)
+    : clock_(clock), table_(index, options) {}
+
+size_t LinkTelemetry::OnNotification(const std::string& target, const gnmi::Notification& n,
+                                     TimeNs arrival_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return table_.Apply(target, n, arrival_ns);
+}
+
+LinkSnapshot LinkTelemetry::Snapshot() const {
+  LinkSnapshot snap;
+  snap.taken_at_ns = clock_->Now();
+  std::lock_guard<std::mutex> lock(mu_);
+  snap.links = table_.Compute(snap.taken_at_ns);
+  snap.alb_buckets = table_.AlbBuckets(snap.taken_at_ns);
+  snap.stats = table_.stats();
+  return snap;
+}
+
+void LinkTelemetry::ResetDevice(const std::string& device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  table_.ResetDevice(device);
+}
+
+}  // namespace loom::telemetry

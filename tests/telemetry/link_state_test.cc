@@ -1,0 +1,390 @@
+#include "telemetry/link_state.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tests/telemetry/test_fabric.h"
+
+namespace loom::telemetry {
+namespace {
+
+using testing::Note;
+using testing::S;
+using testing::U;
+
+constexpr TimeNs kSec = kNsPerSec;
+// Device clock (epoch ns) and local monotonic clock differ on purpose.
+constexpr TimeNs kDev = 1'700'000'000 * kSec;
+
+class LinkStateTest : public ::testing::Test {
+ protected:
+  LinkStateTest() : index_(testing::TwoTier()), table_(index_, Options()) {}
+
+  static LinkStateOptions Options() {
+    LinkStateOptions o;
+    o.staleness.sample_interval_ns = 1 * kSec;
+    o.staleness.stale_after_intervals = 3;
+    return o;
+  }
+  int LinkIndex(const std::string& a, const std::string& b) {
+    const auto& t = index_.topology();
+    for (int i = 0; i < t.links_size(); ++i) {
+      if (t.links(i).a().device() == a && t.links(i).b().device() == b) return i;
+    }
+    ADD_FAILURE() << "no link " << a << "--" << b;
+    return -1;
+  }
+  LinkDirectionState Dir(const std::string& a, const std::string& b, Direction d, TimeNs now) {
+    return table_.Compute(now)[2 * LinkIndex(a, b) + static_cast<int>(d)];
+  }
+  // out-octets of `dev`'s interface at device time `t` (seconds).
+  void OutOctets(const std::string& dev, const std::string& intf, int t, uint64_t v,
+                 TimeNs arrival) {
+    table_.Apply(dev,
+                 Note(kDev + t * kSec, "/interfaces/interface[name=" + intf + "]/state/counters",
+                      {{"out-octets", U(v)}}),
+                 arrival);
+  }
+
+  topology::TopologyIndex index_;
+  LinkStateTable table_;
+};
+
+TEST_F(LinkStateTest, UtilizationFromTransmitterOutOctets) {
+  // leaf-0 ==200G==> spine-0 : 25e9 bytes in 1 s = 200 Gb/s on a 400G link.
+  OutOctets("leaf-0", "Ethernet0", 1, 0, 5 * kSec);
+  OutOctets("leaf-0", "Ethernet0", 2, 25'000'000'000, 6 * kSec);
+  LinkDirectionState up = Dir("leaf-0", "spine-0", Direction::kUp, 6 * kSec);
+  EXPECT_DOUBLE_EQ(up.tx_bps, 200e9);
+  EXPECT_DOUBLE_EQ(up.utilization, 0.5);
+  EXPECT_FALSE(up.stale);
+  EXPECT_EQ(*up.tx_device, "leaf-0");
+  EXPECT_EQ(*up.rx_device, "spine-0");
+  // The other direction has no data: stale.
+  EXPECT_TRUE(Dir("leaf-0", "spine-0", Direction::kDown, 6 * kSec).stale);
+}
+
+TEST_F(LinkStateTest, FallsBackToReceiverInOctets) {
+  // spine-0 reports what it received from leaf-1; leaf-1 reports nothing.
+  for (int t = 1; t <= 2; ++t) {
+    table_.Apply("spine-0",
+                 Note(kDev + t * kSec, "/interfaces/interface[name=Ethernet1]/state/counters",
+                      {{"in-octets", U((t - 1) * 5'000'000'000ull)}}),
+                 t * kSec);
+  }
+  LinkDirectionState up = Dir("leaf-1", "spine-0", Direction::kUp, 2 * kSec);
+  EXPECT_DOUBLE_EQ(up.utilization, 0.1);
+  EXPECT_FALSE(up.stale);
+}
+
+TEST_F(LinkStateTest, QueueEcnPfcAndWatchdog) {
+  const std::string q =
+      "/qos/interfaces/interface[interface-id=Ethernet1]/output/queues/queue[name=3]/state";
+  const std::string lq = "loom:" + q;
+  const std::string pfc =
+      "loom:/pfc/interfaces/interface[name=Ethernet1]/priorities/priority[id=3]";
+  // spine-0 transmits to leaf-1 (downlink).
+  for (int t = 1; t <= 2; ++t) {
+    TimeNs ts = kDev + t * kSec;
+    table_.Apply("spine-0",
+                 Note(ts, q,
+                      {{"ecn-marked-pkts", U((t - 1) * 1000)},
+                       {"dropped-pkts", U((t - 1) * 10)},
+                       {"max-queue-len", U(300'000)}}),
+                 t * kSec);
+    table_.Apply("spine-0", Note(ts, lq, {{"current-queue-len", U(120'000)}}), t * kSec);
+    table_.Apply(
+        "spine-0",
+        Note(ts, pfc + "/state",
+             {{"rx-pause-duration-us", U((t - 1) * 250'000)}, {"rx-pkts", U((t - 1) * 40)}}),
+        t * kSec);
+    OutOctets("spine-0", "Ethernet1", t, (t - 1) * 10'000'000'000ull, t * kSec);
+  }
+  table_.Apply("spine-0",
+               Note(kDev + 2 * kSec, pfc + "/watchdog/state",
+                    {{"status", S("stormed")}, {"deadlock-detected", U(2)}}),
+               2 * kSec);
+  LinkDirectionState down = Dir("leaf-1", "spine-0", Direction::kDown, 2 * kSec);
+  EXPECT_DOUBLE_EQ(down.ecn_marked_pps, 1000);
+  EXPECT_DOUBLE_EQ(down.drops_pps, 10);
+  EXPECT_EQ(down.queue_depth_bytes, 120'000u);
+  EXPECT_EQ(down.queue_peak_bytes, 300'000u);
+  EXPECT_DOUBLE_EQ(down.pfc_pause_ratio, 0.25);
+  EXPECT_DOUBLE_EQ(down.pfc_pause_fps, 40);
+  EXPECT_TRUE(down.pfc_stormed);
+  EXPECT_EQ(down.pfc_deadlocks_detected, 2u);
+  // Load 20 % -> level 1; queue 120 KB -> level 4; band = 7 - round(2.5) = 4.
+  EXPECT_DOUBLE_EQ(down.utilization, 0.2);
+  EXPECT_EQ(down.quality_band, 4);
+  // Uplink untouched.
+  EXPECT_FALSE(Dir("leaf-1", "spine-0", Direction::kUp, 2 * kSec).pfc_stormed);
+}
+
+TEST_F(LinkStateTest, NicCnpCountersMapToDirections) {
+  const std::string roce = "loom:/nic/interfaces/interface[name=eth0]/roce/state";
+  for (int t = 1; t <= 2; ++t) {
+    table_.Apply("nic-0",
+                 Note(kDev + t * kSec, roce,
+                      {{"np_cnp_sent", U((t - 1) * 300)}, {"rp_cnp_handled", U((t - 1) * 70)}}),
+                 t * kSec);
+  }
+  // nic-0 -> leaf-0: CNPs the sending NIC handled; leaf-0 -> nic-0: CNPs it sent.
+  EXPECT_DOUBLE_EQ(Dir("nic-0", "leaf-0", Direction::kUp, 2 * kSec).cnp_pps, 70);
+  EXPECT_DOUBLE_EQ(Dir("nic-0", "leaf-0", Direction::kDown, 2 * kSec).cnp_pps, 300);
+}
+
+TEST_F(LinkStateTest, OperDownForcesBandZero) {
+  OutOctets("leaf-2", "Ethernet1", 1, 0, 1 * kSec);
+  OutOctets("leaf-2", "Ethernet1", 2, 1000, 2 * kSec);
+  EXPECT_EQ(Dir("leaf-2", "spine-1", Direction::kUp, 2 * kSec).quality_band, 7);
+  table_.Apply("spine-1",
+               Note(kDev + 2 * kSec, "/interfaces/interface[name=Ethernet2]/state",
+                    {{"oper-status", S("DOWN")}}),
+               2 * kSec);
+  for (Direction d : {Direction::kUp, Direction::kDown}) {
+    LinkDirectionState s = Dir("leaf-2", "spine-1", d, 2 * kSec);
+    EXPECT_EQ(s.oper, OperStatus::kDown);
+    EXPECT_EQ(s.quality_band, 0);
+  }
+  table_.Apply("spine-1",
+               Note(kDev + 3 * kSec, "/interfaces/interface[name=Ethernet2]/state",
+                    {{"oper-status", S("openconfig-interfaces:UP")}}),
+               3 * kSec);
+  EXPECT_EQ(Dir("leaf-2", "spine-1", Direction::kUp, 3 * kSec).oper, OperStatus::kUp);
+}
+
+TEST_F(LinkStateTest, DeviceRestartGivesNoNegativeOrHugeRate) {
+  OutOctets("leaf-0", "Ethernet1", 1, 900'000'000'000, 1 * kSec);
+  OutOctets("leaf-0", "Ethernet1", 2, 910'000'000'000, 2 * kSec);
+  EXPECT_DOUBLE_EQ(Dir("leaf-0", "spine-1", Direction::kUp, 2 * kSec).tx_bps, 80e9);
+  // Restart: counters start again from a small value.
+  OutOctets("leaf-0", "Ethernet1", 3, 1'000'000, 3 * kSec);
+  LinkDirectionState s = Dir("leaf-0", "spine-1", Direction::kUp, 3 * kSec);
+  EXPECT_EQ(s.tx_bps, 0);
+  EXPECT_EQ(s.counter_resets, 1u);
+  EXPECT_TRUE(s.stale);  // No valid rate until the next sample.
+  EXPECT_EQ(table_.stats().resets, 1u);
+  OutOctets("leaf-0", "Ethernet1", 4, 5'001'000'000, 4 * kSec);
+  s = Dir("leaf-0", "spine-1", Direction::kUp, 4 * kSec);
+  EXPECT_DOUBLE_EQ(s.tx_bps, 40e9);
+  EXPECT_FALSE(s.stale);
+}
+
+TEST_F(LinkStateTest, OutOfOrderNotificationIsIgnored) {
+  OutOctets("leaf-0", "Ethernet0", 1, 0, 1 * kSec);
+  OutOctets("leaf-0", "Ethernet0", 3, 10'000'000'000, 2 * kSec);
+  OutOctets("leaf-0", "Ethernet0", 2, 9'000'000'000, 3 * kSec);  // Late.
+  LinkDirectionState s = Dir("leaf-0", "spine-0", Direction::kUp, 3 * kSec);
+  EXPECT_DOUBLE_EQ(s.tx_bps, 40e9);
+  EXPECT_EQ(s.last_fresh_ns, 2 * kSec);  // The late sample did not refresh.
+  EXPECT_EQ(table_.stats().out_of_order, 1u);
+}
+
+TEST_F(LinkStateTest, DataBecomesStaleAfterNIntervals) {
+  OutOctets("leaf-0", "Ethernet0", 1, 0, 10 * kSec);
+  OutOctets("leaf-0", "Ethernet0", 2, 1000, 11 * kSec);
+  EXPECT_FALSE(Dir("leaf-0", "spine-0", Direction::kUp, 14 * kSec).stale);
+  EXPECT_TRUE(Dir("leaf-0", "spine-0", Direction::kUp, 14 * kSec + 1).stale);
+}
+
+TEST_F(LinkStateTest, BadInputIsCountedNotApplied) {
+  gnmi::TypedValue nan, neg, text;
+  nan.set_double_val(std::numeric_limits<double>::quiet_NaN());
+  neg.set_int_val(-5);
+  text.set_string_val("lots");
+  const std::string c = "/interfaces/interface[name=Ethernet0]/state/counters";
+  EXPECT_EQ(table_.Apply("leaf-0",
+                         Note(kDev, c,
+                              {{"in-octets", nan},
+                               {"out-octets", neg},
+                               {"in-pkts", text},
+                               {"bogus-leaf", U(1)},
+                               {"out-pkts", U(7)}}),
+                         0),
+            4u);
+  EXPECT_EQ(table_.stats().bad_value, 3u);
+  EXPECT_EQ(table_.stats().unknown_path, 1u);
+  EXPECT_EQ(table_.stats().applied, 1u);
+  // Interface not in the topology, unknown target, missing timestamp, missing key.
+  table_.Apply(
+      "leaf-0",
+      Note(kDev, "/interfaces/interface[name=Ethernet99]/state/counters", {{"in-octets", U(1)}}),
+      0);
+  table_.Apply("nobody", Note(kDev, c, {{"in-octets", U(1)}}), 0);
+  table_.Apply("leaf-0", Note(0, c, {{"in-octets", U(1)}}), 0);
+  table_.Apply("leaf-0", Note(kDev, "/interfaces/interface/state/counters", {{"in-octets", U(1)}}),
+               0);
+  EXPECT_EQ(table_.stats().unknown_path, 3u);
+  EXPECT_EQ(table_.stats().unknown_target, 1u);
+  EXPECT_EQ(table_.stats().missing_timestamp, 1u);
+}
+
+TEST_F(LinkStateTest, AbsurdCounterJumpIsImplausible) {
+  OutOctets("leaf-0", "Ethernet0", 1, 0, 1 * kSec);
+  // 1e15 bytes in one second on a 400G link.
+  OutOctets("leaf-0", "Ethernet0", 2, 1'000'000'000'000'000, 2 * kSec);
+  LinkDirectionState s = Dir("leaf-0", "spine-0", Direction::kUp, 2 * kSec);
+  EXPECT_EQ(s.tx_bps, 0);
+  EXPECT_EQ(table_.stats().implausible, 1u);
+}
+
+TEST_F(LinkStateTest, PrefixTargetOverridesConfiguredName) {
+  table_.Apply("whatever",
+               Note(kDev + kSec, "leaf-0@/interfaces/interface[name=Ethernet0]/state/counters",
+                    {{"out-octets", U(0)}}),
+               kSec);
+  table_.Apply("whatever",
+               Note(kDev + 2 * kSec, "leaf-0@/interfaces/interface[name=Ethernet0]/state/counters",
+                    {{"out-octets", U(100)}}),
+               2 * kSec);
+  EXPECT_TRUE(Dir("leaf-0", "spine-0", Direction::kUp, 2 * kSec).has_rate);
+}
+
+TEST_F(LinkStateTest, AlbBucketsReportRatesAndNextHop) {
+  const std::string b = "loom:/alb/groups/group[name=default]/buckets/bucket[id=7]/state";
+  for (int t = 1; t <= 2; ++t) {
+    table_.Apply("leaf-0",
+                 Note(kDev + t * kSec, b,
+                      {{"transmit-pkts", U((t - 1) * 100)},
+                       {"transmit-octets", U((t - 1) * 1000)},
+                       {"next-hop", S("Ethernet1")}}),
+                 t * kSec);
+  }
+  auto buckets = table_.AlbBuckets(2 * kSec);
+  ASSERT_EQ(buckets.size(), 1u);
+  EXPECT_EQ(buckets[0].device, "leaf-0");
+  EXPECT_EQ(buckets[0].bucket, 7u);
+  EXPECT_EQ(buckets[0].next_hop, "Ethernet1");
+  EXPECT_DOUBLE_EQ(buckets[0].pps, 100);
+  EXPECT_DOUBLE_EQ(buckets[0].bps, 8000);
+  EXPECT_FALSE(buckets[0].stale);
+}
+
+TEST(QualityBandTest, EqualWeightsByDefault) {
+  QualityParams p;
+  EXPECT_EQ(QualityBand(0, 0, 0, p), 7);
+  EXPECT_EQ(QualityBand(1.0, 1e9, 0, p), 0);
+  // Full load, empty queue: level (7 + 0) / 2 = 3.5 -> 4 -> band 3.
+  EXPECT_EQ(QualityBand(1.0, 0, 0, p), 3);
+  EXPECT_EQ(QualityBand(0, 1e9, 0, p), 3);
+  // Pause has no weight by default.
+  EXPECT_EQ(QualityBand(0, 0, 1.0, p), 7);
+}
+
+TEST(QualityBandTest, ConfigurableWeightsAndThresholds) {
+  QualityParams p;
+  p.queue_weight = 0;
+  EXPECT_EQ(QualityBand(1.0, 0, 0, p), 0);
+  EXPECT_EQ(QualityBand(0.3, 0, 0, p), 5);  // >= 12.5 %, >= 25 %
+  p.pause_weight = 1;
+  EXPECT_EQ(QualityBand(0, 0, 0.5, p), 4);  // pause level 6, load 0 -> 3 -> band 4
+  EXPECT_EQ(QuantizeLevel(std::nan(""), p.load_thresholds), 0);
+}
+
+// Path quality over TwoTier(): 3 leaves x 2 other leaves x 2 spines = 12 paths.
+//
+//        spine-0            spine-1
+//       /   |   \          /   |   \   (full mesh)
+//   leaf-0 leaf-1 leaf-2
+// leaf-0 -> spine-0 uplink congested (band 0); spine-1 -> leaf-2 downlink at band 3.
+TEST_F(LinkStateTest, PathQualityIsMinOfLocalUplinkAndRemoteDownlink) {
+  // Give every leaf-spine direction a fresh, idle sample.
+  const auto& topo = index_.topology();
+  for (int t = 1; t <= 2; ++t) {
+    for (const auto& l : topo.links()) {
+      OutOctets(l.a().device(), l.a().interface(), t, 0, t * kSec);
+      OutOctets(l.b().device(), l.b().interface(), t, 0, t * kSec);
+    }
+  }
+  OutOctets("leaf-0", "Ethernet0", 3, 50'000'000'000, 3 * kSec);  // 100 % load
+  OutOctets("leaf-0", "Ethernet0", 1, 0, 3 * kSec);               // ignored (old)
+  table_.Apply("leaf-0",
+               Note(kDev + 3 * kSec,
+                    "loom:/qos/interfaces/interface[interface-id=Ethernet0]/output/"
+                    "queues/queue[name=3]/state",
+                    {{"current-queue-len", U(10'000'000)}}),
+               3 * kSec);
+  OutOctets("spine-1", "Ethernet2", 3, 50'000'000'000, 3 * kSec);  // 100 % load, empty queue
+  auto links = table_.Compute(3 * kSec);
+  auto paths = ComputePathQualities(index_, links);
+  ASSERT_EQ(paths.size(), 12u);
+  auto id = [&](int d) { return topo.devices(d).id(); };
+  int checked = 0;
+  for (const PathQuality& p : paths) {
+    EXPECT_EQ(p.super_spine, -1);
+    EXPECT_FALSE(p.stale) << id(p.ingress_leaf) << "->" << id(p.egress_leaf);
+    if (id(p.ingress_leaf) == "leaf-0" && id(p.spine) == "spine-0") {
+      EXPECT_EQ(p.local_band, 0);
+      EXPECT_EQ(p.band, 0);
+      ++checked;
+    } else if (id(p.egress_leaf) == "leaf-2" && id(p.spine) == "spine-1") {
+      EXPECT_EQ(p.remote_band, 3);
+      EXPECT_EQ(p.band, 3);
+      ++checked;
+    } else {
+      EXPECT_EQ(p.band, 7);
+    }
+  }
+  EXPECT_EQ(checked, 4);
+}
+
+TEST_F(LinkStateTest, PathWithStaleHopIsStale) {
+  auto paths = ComputePathQualities(index_, table_.Compute(0));
+  ASSERT_FALSE(paths.empty());
+  for (const PathQuality& p : paths) EXPECT_TRUE(p.stale);
+}
+
+// Two pods, one super-spine:
+//                 ss-0
+//               /      \   (pod uplinks)
+//         spine-a0    spine-b0
+//          /   \       /   \   (leaf links)
+//     leaf-a0 leaf-a1 leaf-b0 leaf-b1
+TEST(PathQuality3TierTest, CrossPodPathsGoThroughSuperSpine) {
+  using loom::v1::DeviceRole;
+  loom::v1::Topology t;
+  testing::AddDevice(&t, "ss-0", DeviceRole::DEVICE_ROLE_SUPER_SPINE);
+  for (std::string pod : {"a", "b"}) {
+    testing::AddDevice(&t, "spine-" + pod + "0", DeviceRole::DEVICE_ROLE_SPINE, pod);
+    for (int l = 0; l < 2; ++l) {
+      std::string leaf = "leaf-" + pod + std::to_string(l);
+      testing::AddDevice(&t, leaf, DeviceRole::DEVICE_ROLE_LEAF, pod);
+      testing::AddLink(&t, leaf, "Ethernet0", "spine-" + pod + "0", "Ethernet" + std::to_string(l));
+    }
+    testing::AddLink(&t, "spine-" + pod + "0", "Ethernet9", "ss-0", "Ethernet" + pod);
+  }
+  topology::TopologyIndex index(t);
+  LinkStateTable table(index, LinkStateOptions());
+  auto links = table.Compute(0);
+  for (auto& l : links) {
+    l.stale = false;
+    l.quality_band = 7;
+  }
+  // spine-b0 -> ss-0 uplink at band 2 affects paths from pod b to pod a.
+  for (int i = 0; i < t.links_size(); ++i) {
+    if (t.links(i).a().device() == "spine-b0" && t.links(i).b().device() == "ss-0") {
+      links[2 * i].quality_band = 2;
+    }
+  }
+  auto paths = ComputePathQualities(index, links);
+  // Same pod: 2 pods x 2 ordered pairs; cross pod: 4 x 2 ordered pairs.
+  int same = 0, cross = 0;
+  for (const PathQuality& p : paths) {
+    if (p.super_spine < 0) {
+      ++same;
+      EXPECT_EQ(p.band, 7);
+    } else {
+      ++cross;
+      const bool from_b = t.devices(p.ingress_leaf).pod() == "b";
+      EXPECT_EQ(p.band, from_b ? 2 : 7);
+      EXPECT_EQ(p.local_band, 7);
+    }
+  }
+  EXPECT_EQ(same, 4);
+  EXPECT_EQ(cross, 8);
+}
+
+}  // namespace
+}  // namespace loom::telemetry
