@@ -1,0 +1,2057 @@
+#include "sim-fabric/fabric.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <set>
+#include <utility>
+
+#include "sim-fabric/workload.h"
+
+namespace loom::sim {
+
+namespace {
+
+constexpr int kMaxHops = 8;
+constexpr double kEps = 1e-6;
+constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max() / 4;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double BytesPerStep(double bps, TimeNs dt) { return bps * static_cast<double>(dt) / 8e9; }
+
+}  // namespace
+
+const char* ForwardingModeName(ForwardingMode m) {
+  switch (m) {
+    case ForwardingMode::kStaticHash:
+      return "static";
+    case ForwardingMode::kDlbFlowlet:
+      return "dlb-flowlet";
+    case ForwardingMode::kDlbPerPacket:
+      return "dlb-per-packet";
+    case ForwardingMode::kAlb:
+      return "alb";
+  }
+  return "?";
+}
+
+bool ParseForwardingMode(const std::string& s, ForwardingMode* m) {
+  if (s == "static" || s == "hash" || s == "ecmp")
+    *m = ForwardingMode::kStaticHash;
+  else if (s == "dlb-flowlet" || s == "flowlet" || s == "dlb")
+    *m = ForwardingMode::kDlbFlowlet;
+  else if (s == "dlb-per-packet" || s == "per-packet" || s == "spray")
+    *m = ForwardingMode::kDlbPerPacket;
+  else if (s == "alb")
+    *m = ForwardingMode::kAlb;
+  else
+    return false;
+  return true;
+}
+
+const char* CollectiveName(Collective c) {
+  switch (c) {
+    case Collective::kRingAllReduce:
+      return "ring-allreduce";
+    case Collective::kTreeAllReduce:
+      return "tree-allreduce";
+    case Collective::kAllGather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reduce-scatter";
+    case Collective::kAllToAll:
+      return "alltoall";
+    case Collective::kIncast:
+      return "incast";
+    case Collective::kPermutation:
+      return "permutation";
+    case Collective::kPointToPoint:
+      return "p2p";
+  }
+  return "?";
+}
+
+bool ParseCollective(const std::string& s, Collective* c) {
+  for (int i = 0; i <= static_cast<int>(Collective::kPointToPoint); ++i) {
+    if (s == CollectiveName(static_cast<Collective>(i))) {
+      *c = static_cast<Collective>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ParseFaultKind(const std::string& s, FaultKind* k) {
+  static const std::pair<const char*, FaultKind> kNames[] = {
+      {"link-down", FaultKind::kLinkDown},         {"link-up", FaultKind::kLinkUp},
+      {"link-flap", FaultKind::kLinkFlap},         {"switch-down", FaultKind::kSwitchDown},
+      {"switch-up", FaultKind::kSwitchUp},         {"degrade-link", FaultKind::kDegradeLink},
+      {"restore-link", FaultKind::kRestoreLink},   {"pfc-storm-start", FaultKind::kPfcStormStart},
+      {"pfc-storm-stop", FaultKind::kPfcStormStop}};
+  for (const auto& [n, kind] : kNames) {
+    if (s == n) {
+      *k = kind;
+      return true;
+    }
+  }
+  return false;
+}
+
+// ============================================================================ state
+
+struct Fabric::Impl {
+  // One direction of a link: the egress side at `node`, toward `peer_node`.
+  struct Port {
+    int node = -1, peer_node = -1, peer_port = -1, link = -1;
+    std::string iface;
+    double nominal_bps = 0, cap_bps = 0;
+    TimeNs delay = 0;
+    bool admin_up = true;
+    double error_rate = 0;
+    double out_octets = 0, in_octets = 0, out_discards = 0, in_discards = 0, in_errors = 0;
+    uint64_t carrier = 0;
+    TimeNs served_t = -1;
+    double served = 0;
+    // DLB load estimate.
+    double ewma_bps = 0, ewma_bytes = 0, provisional_bps = 0;
+    TimeNs ewma_t = 0;
+    // Effective per-port thresholds (from the switch config and the port speed).
+    double kmin[kPriorities] = {}, kmax[kPriorities] = {}, pmax[kPriorities] = {};
+    bool ecn_on[kPriorities] = {};
+    double xoff = 0, xon = 0, headroom = 0;
+  };
+  struct Queue {
+    double q = 0, arr = 0, s = 0, p = 0;
+    bool active = false, dropping = false;
+    double tx = 0, drop = 0, marked = 0, wm = 0;
+    TimeNs paused_until = 0, pause_start = -1, last_pfc_rx = -kNever;
+    double pause_ns = 0;
+    uint64_t pfc_rx = 0;
+    WatchdogState wd = WatchdogState::kOperational;
+    TimeNs wd_since = -1;
+    uint64_t wd_detected = 0, wd_restored = 0;
+  };
+  struct Ingress {
+    double bytes = 0;
+    bool active = false, asserted = false;
+    TimeNs next_refresh = 0, assert_t = 0;
+    uint64_t pfc_tx = 0;
+    double tx_pause_ns = 0;
+  };
+  struct GroupCfg {
+    bool has_mode = false;
+    ForwardingMode mode = ForwardingMode::kStaticHash;
+    std::map<int, double> weights;  // port -> weight
+    std::vector<int> alb;           // bucket -> port
+    int alb_base = -1;              // first slot in alb_bytes_
+  };
+  struct Node {
+    std::string id;
+    loom::v1::DeviceRole role = loom::v1::DEVICE_ROLE_UNSPECIFIED;
+    bool is_switch = false, up = true;
+    std::vector<int> ports;
+    std::map<std::string, int> port_by_iface;
+    SwitchConfig cfg;
+    double buf_used = 0;
+    int nic = -1, leaf = -1;
+    uint64_t hash_seed = 0;
+    std::map<uint32_t, std::pair<std::vector<int>, uint32_t>> colors;
+  };
+  struct Nic {
+    int node = -1, port = -1, leaf_node = -1;
+    std::string host;
+    double line_bps = 0;
+    DcqcnParams params;
+    std::vector<int> active;  // active QPs
+    uint8_t storm_mask = 0;
+    double np_cnp_sent = 0, np_marked = 0, rp_handled = 0, rp_ignored = 0, oos = 0, tx = 0, rx = 0,
+           storm_events = 0;
+  };
+  struct Hop {
+    int q = -1, ing = -1, alb = -1;
+    double b = 0, in = 0;
+  };
+  struct PathFlow {
+    int qp = -1, n = 0;
+    Hop h[kMaxHops];
+    double delivered = 0, marked_prob = 0;
+  };
+  struct Qp {
+    int id = 0, job = -1, transfer = -1;
+    int src = -1, dst = -1;  // NIC indexes
+    bool local = false;
+    uint32_t dest_qp = 0, sport = 0;
+    int prio = 3;
+    uint32_t color = 0;
+    double cap_bps = 0;
+    DcqcnRp rp;
+    double quota = 0, total = 0, sent = 0, delivered = 0;
+    double lifetime_sent = 0, lifetime_delivered = 0;
+    bool active = false, routed = false, dlb = false, stopped = false;
+    TimeNs min_inactivity = kNever, last_send = -kNever, next_spray = 0;
+    std::vector<int> pfs;
+    std::vector<double> w;
+    std::vector<std::vector<int>> last_ports;  // per subflow, for DLB stickiness
+    int spray_node = -1;
+    TimeNs cnp_delay = 0, last_cnp = -kNever;
+    double mark_acc = 0, send_bps = 0;
+    uint64_t cnps = 0;
+  };
+  struct Transfer {
+    TransferTemplate t;
+    std::vector<int> qps;
+    double delivered = 0;
+    bool done = false;
+  };
+  struct Job {
+    JobSpec spec;
+    JobStatus st;
+    std::vector<int> rank_nic;
+    std::vector<std::string> rank_host;
+    std::vector<TransferTemplate> tmpl;
+    std::vector<std::vector<int>> tmpl_qps;
+    std::vector<Transfer> cur;
+    bool running = false, gated = false;
+    int pending = 0;
+    TimeNs iter_start = 0;
+  };
+  enum EventKind { kCnp, kPfcFrame, kFault, kJobIter };
+  struct Event {
+    TimeNs t;
+    uint64_t seq;
+    int kind, a, b;
+    bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  };
+
+  Fabric* f;
+  loom::v1::Topology topo;
+  std::vector<Node> nodes;
+  std::vector<Port> ports;
+  std::vector<Queue> queues;
+  std::vector<Ingress> ingress;
+  std::vector<Nic> nics;
+  std::vector<Qp> qps;
+  std::vector<PathFlow> pfs;
+  std::vector<int> free_pfs;
+  std::vector<Job> jobs;
+  std::vector<FaultSpec> faults;
+  std::map<std::string, int> node_by_id, link_by_id, gpu_nic;
+  std::map<std::string, std::string> gpu_host;
+  std::vector<int> link_ports;  // link -> port on side a (peer is side b)
+  std::vector<int> leaves;      // leaf index -> node
+  std::vector<int> dist;        // leaf * nodes + node
+  std::vector<std::vector<int>> group_cache;
+  std::vector<char> group_valid;
+  std::map<int64_t, GroupCfg> groups;
+  std::vector<double> alb_bytes;
+  std::vector<int> active_q, next_q, active_ing, active_qps, active_nics, storm_nics;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+  uint64_t seq = 0;
+  Rng rng;
+  bool routing_dirty = true;
+  TimeNs next_wd_poll = kNever;
+  uint32_t next_dest_qp = 0x100;
+
+  explicit Impl(Fabric* fab) : f(fab), rng(fab->opt_.seed) {}
+
+  const FabricOptions& opt() const { return f->opt_; }
+  TimeNs now() const { return f->now_; }
+  TimeNs dt() const { return f->opt_.step_ns; }
+
+  void Push(TimeNs t, int kind, int a, int b) { events.push({t, seq++, kind, a, b}); }
+
+  bool PortLive(int p) const {
+    const Port& pt = ports[p];
+    return pt.admin_up && nodes[pt.node].up && nodes[pt.peer_node].up;
+  }
+  int64_t GroupKey(int node, int leaf) const {
+    return static_cast<int64_t>(node) * 1'000'003 + leaf;
+  }
+
+  // ---------------------------------------------------------------- building
+  bool Build(const loom::v1::Topology& t, std::string* error) {
+    topo = t;
+    for (const auto& d : t.devices()) {
+      if (d.role() == loom::v1::DEVICE_ROLE_HOST) continue;
+      Node n;
+      n.id = d.id();
+      n.role = d.role();
+      n.is_switch = d.role() != loom::v1::DEVICE_ROLE_NIC;
+      n.cfg = opt().switch_defaults;
+      n.hash_seed = SplitMix64(opt().seed ^ SplitMix64(nodes.size() + 17));
+      node_by_id[n.id] = static_cast<int>(nodes.size());
+      if (!n.is_switch) {
+        Nic nic;
+        nic.node = static_cast<int>(nodes.size());
+        nic.host = d.host();
+        nic.line_bps = static_cast<double>(d.line_rate_bps());
+        nic.params = opt().dcqcn;
+        n.nic = static_cast<int>(nics.size());
+        nics.push_back(nic);
+      }
+      nodes.push_back(std::move(n));
+    }
+    for (int li = 0; li < t.links_size(); ++li) {
+      const auto& l = t.links(li);
+      auto a = node_by_id.find(l.a().device()), b = node_by_id.find(l.b().device());
+      if (a == node_by_id.end() || b == node_by_id.end()) {
+        *error = "link " + l.id() + " names an unknown device";
+        return false;
+      }
+      link_by_id[l.id()] = li;
+      const int pa = static_cast<int>(ports.size()), pb = pa + 1;
+      for (int side = 0; side < 2; ++side) {
+        Port p;
+        p.node = side == 0 ? a->second : b->second;
+        p.peer_node = side == 0 ? b->second : a->second;
+        p.peer_port = side == 0 ? pb : pa;
+        p.link = li;
+        p.iface = side == 0 ? l.a().interface() : l.b().interface();
+        p.nominal_bps = p.cap_bps = static_cast<double>(l.capacity_bps());
+        p.delay = l.propagation_delay_ns();
+        nodes[p.node].ports.push_back(static_cast<int>(ports.size()));
+        nodes[p.node].port_by_iface[p.iface] = static_cast<int>(ports.size());
+        ports.push_back(p);
+      }
+      link_ports.push_back(pa);
+    }
+    for (auto& nic : nics) {
+      Node& n = nodes[nic.node];
+      if (n.ports.size() != 1) {
+        *error = "NIC " + n.id + " must have exactly one link";
+        return false;
+      }
+      nic.port = n.ports[0];
+      nic.leaf_node = ports[nic.port].peer_node;
+      if (nic.line_bps <= 0 || nic.line_bps > ports[nic.port].cap_bps) {
+        nic.line_bps = ports[nic.port].cap_bps;
+      }
+      if (nodes[nic.leaf_node].leaf < 0) {
+        nodes[nic.leaf_node].leaf = static_cast<int>(leaves.size());
+        leaves.push_back(nic.leaf_node);
+      }
+    }
+    for (const auto& g : t.gpus()) {
+      auto it = node_by_id.find(g.nic());
+      if (it == node_by_id.end() || nodes[it->second].nic < 0) {
+        *error = "GPU " + g.id() + " names an unknown NIC";
+        return false;
+      }
+      gpu_nic[g.id()] = nodes[it->second].nic;
+      gpu_host[g.id()] = g.host();
+    }
+    queues.resize(ports.size() * kPriorities);
+    ingress.resize(ports.size() * kPriorities);
+    for (size_t n = 0; n < nodes.size(); ++n) ApplyPortThresholds(static_cast<int>(n));
+    ArmWatchdog();
+    return true;
+  }
+
+  // Derives per-port ECN/PFC thresholds from the node's config and port speeds.
+  void ApplyPortThresholds(int node) {
+    Node& n = nodes[node];
+    for (int p : n.ports) {
+      Port& pt = ports[p];
+      const double speed = pt.nominal_bps / 100e9;
+      double max_kmax = 0;
+      for (int pr = 0; pr < kPriorities; ++pr) {
+        const EcnConfig& e = n.cfg.ecn[pr];
+        pt.ecn_on[pr] = n.is_switch && e.enabled;
+        pt.kmin[pr] = e.kmin_bytes > 0 ? e.kmin_bytes : 100e3 * speed;
+        pt.kmax[pr] = e.kmax_bytes > 0 ? e.kmax_bytes : 400e3 * speed;
+        pt.pmax[pr] = e.pmax;
+        if (pt.ecn_on[pr]) max_kmax = std::max(max_kmax, pt.kmax[pr]);
+      }
+      const PfcConfig& c = n.cfg.pfc;
+      if (max_kmax == 0) max_kmax = 400e3 * speed;
+      pt.xoff = c.xoff_bytes > 0 ? c.xoff_bytes : 1.25 * max_kmax;
+      pt.xon = c.xon_bytes > 0 ? c.xon_bytes : std::max(0.0, pt.xoff - 4 * opt().mtu_bytes);
+      pt.headroom = c.headroom_bytes > 0 ? c.headroom_bytes
+                                         : BytesPerStep(pt.nominal_bps, 2 * pt.delay + 2 * dt()) +
+                                               2 * opt().mtu_bytes;
+    }
+  }
+
+  void ArmWatchdog() {
+    next_wd_poll = kNever;
+    for (const Node& n : nodes) {
+      if (n.is_switch && n.cfg.watchdog.enabled) {
+        next_wd_poll = std::min(next_wd_poll, now() + n.cfg.watchdog.poll_ns);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- routing
+  void RecomputeDistances() {
+    const int nn = static_cast<int>(nodes.size());
+    dist.assign(leaves.size() * nn, -1);
+    std::vector<int> frontier;
+    for (size_t l = 0; l < leaves.size(); ++l) {
+      int* d = &dist[l * nn];
+      if (!nodes[leaves[l]].up) continue;
+      d[leaves[l]] = 0;
+      frontier.assign(1, leaves[l]);
+      for (size_t i = 0; i < frontier.size(); ++i) {
+        const int u = frontier[i];
+        for (int p : nodes[u].ports) {
+          const int v = ports[p].peer_node;
+          if (!nodes[v].is_switch || d[v] >= 0 || !PortLive(p)) continue;
+          d[v] = d[u] + 1;
+          frontier.push_back(v);
+        }
+      }
+    }
+    group_cache.assign(leaves.size() * nn, {});
+    group_valid.assign(leaves.size() * nn, 0);
+  }
+
+  const std::vector<int>& Group(int node, int leaf) {
+    const size_t k = static_cast<size_t>(leaf) * nodes.size() + node;
+    if (!group_valid[k]) {
+      group_valid[k] = 1;
+      auto& g = group_cache[k];
+      g.clear();
+      const int* d = &dist[static_cast<size_t>(leaf) * nodes.size()];
+      if (d[node] > 0) {
+        for (int p : nodes[node].ports) {
+          const int v = ports[p].peer_node;
+          if (nodes[v].is_switch && PortLive(p) && d[v] == d[node] - 1) g.push_back(p);
+        }
+      }
+    }
+    return group_cache[k];
+  }
+
+  const GroupCfg* FindGroup(int node, int leaf) const {
+    auto it = groups.find(GroupKey(node, leaf));
+    return it == groups.end() ? nullptr : &it->second;
+  }
+
+  uint64_t Hash(int node, const Qp& qp, int salt) const {
+    const Node& n = nodes[node];
+    uint64_t h = n.hash_seed;
+    h = HashCombine(h, static_cast<uint64_t>(nics[qp.src].node));  // source IP
+    h = HashCombine(h, static_cast<uint64_t>(nics[qp.dst].node));  // destination IP
+    h = HashCombine(h, qp.sport);                                  // UDP source port
+    h = HashCombine(h, 4791);                                      // RoCEv2 UDP port
+    h = HashCombine(h, 17);
+    if (n.cfg.hash_dest_qp) h = HashCombine(h, qp.dest_qp);
+    if (salt) h = HashCombine(h, static_cast<uint64_t>(salt) * 0x51ed27);
+    return h;
+  }
+
+  double PortLoadBps(int p) {
+    Port& pt = ports[p];
+    const DlbProfile& prof = nodes[pt.node].cfg.dlb;
+    const TimeNs span = now() - pt.ewma_t;
+    if (span >= prof.sample_ns && span > 0) {
+      const double inst = (pt.out_octets - pt.ewma_bytes) * 8e9 / static_cast<double>(span);
+      const double a = 1 - std::exp(-static_cast<double>(span) / prof.load_ewma_ns);
+      pt.ewma_bps += a * (inst - pt.ewma_bps);
+      pt.provisional_bps *= (1 - a);
+      pt.ewma_t = now();
+      pt.ewma_bytes = pt.out_octets;
+    }
+    return pt.ewma_bps + pt.provisional_bps;
+  }
+
+  // DLB quality band 0 (worst) .. 7 (best) of an egress port.
+  int Quality(int p) {
+    const Port& pt = ports[p];
+    const DlbProfile& prof = nodes[pt.node].cfg.dlb;
+    const double util = PortLoadBps(p) / std::max(1.0, pt.cap_bps);
+    double depth = 0;
+    for (int pr = 0; pr < kPriorities; ++pr) depth += queues[p * kPriorities + pr].q;
+    const int lb = 7 - std::min(7, static_cast<int>(util * 8));
+    const int qb = 7 - std::min(7, static_cast<int>(depth / std::max(1.0, prof.queue_band_bytes)));
+    return std::clamp(static_cast<int>(std::lround(prof.load_weight * std::max(0, lb) +
+                                                   (1 - prof.load_weight) * std::max(0, qb))),
+                      0, 7);
+  }
+
+  // Members of a group allowed for a QP's color (backup colors followed).
+  void ColorFilter(int node, const Qp& qp, const std::vector<int>& members, std::vector<int>* out) {
+    *out = members;
+    if (qp.color == 0) return;
+    const Node& n = nodes[node];
+    uint32_t color = qp.color;
+    for (int depth = 0; depth < 8 && color != 0; ++depth) {
+      auto it = n.colors.find(color);
+      if (it == n.colors.end()) return;  // switch does not know the color: uncolored
+      std::vector<int> sel;
+      for (int p : members) {
+        if (std::find(it->second.first.begin(), it->second.first.end(), p) !=
+            it->second.first.end()) {
+          sel.push_back(p);
+        }
+      }
+      if (!sel.empty()) {
+        *out = std::move(sel);
+        return;
+      }
+      color = it->second.second;
+    }
+  }
+
+  ForwardingMode ModeFor(int node, int leaf, const Qp& qp) const {
+    const Node& n = nodes[node];
+    if (n.cfg.spray_mask & (1u << qp.prio)) return ForwardingMode::kDlbPerPacket;
+    const GroupCfg* g = FindGroup(node, leaf);
+    if (g && g->has_mode) return g->mode;
+    return n.cfg.mode;
+  }
+
+  // Picks the egress port at `node` toward `leaf`; -1 when unreachable.
+  int Choose(int node, int leaf, Qp& qp, int salt, int prefer, int* alb_slot) {
+    const std::vector<int>& members = Group(node, leaf);
+    if (members.empty()) return -1;
+    std::vector<int> allowed;
+    ColorFilter(node, qp, members, &allowed);
+    const uint64_t h = Hash(node, qp, salt);
+    ForwardingMode mode = ModeFor(node, leaf, qp);
+    const GroupCfg* g = FindGroup(node, leaf);
+    if (mode == ForwardingMode::kDlbPerPacket) mode = ForwardingMode::kStaticHash;  // salted
+    switch (mode) {
+      case ForwardingMode::kDlbFlowlet: {
+        qp.dlb = true;
+        qp.min_inactivity = std::min(qp.min_inactivity, nodes[node].cfg.dlb.inactivity_ns);
+        if (prefer >= 0 && std::find(allowed.begin(), allowed.end(), prefer) != allowed.end()) {
+          return prefer;
+        }
+        const size_t n = allowed.size();
+        int best = -1, best_q = -1;
+        for (size_t i = 0; i < n; ++i) {
+          const int p = allowed[(h + i) % n];
+          const int qv = Quality(p);
+          if (qv > best_q) {
+            best_q = qv;
+            best = p;
+          }
+        }
+        double r = qp.rp.rate_bps();
+        if (qp.cap_bps > 0) r = std::min(r, qp.cap_bps);
+        PortLoadBps(best);
+        ports[best].provisional_bps += r;
+        return best;
+      }
+      case ForwardingMode::kAlb:
+        if (g && !g->alb.empty()) {
+          const size_t b = h % g->alb.size();
+          const int p = g->alb[b];
+          if (std::find(allowed.begin(), allowed.end(), p) != allowed.end()) {
+            *alb_slot = g->alb_base + static_cast<int>(b);
+            return p;
+          }
+        }
+        [[fallthrough]];
+      default:
+        break;
+    }
+    if (g && !g->weights.empty()) {
+      double total = 0;
+      for (int p : allowed) {
+        auto it = g->weights.find(p);
+        total += it == g->weights.end() ? 0 : it->second;
+      }
+      if (total > 0) {
+        double x = static_cast<double>(h >> 11) * 0x1.0p-53 * total;
+        for (int p : allowed) {
+          auto it = g->weights.find(p);
+          const double w = it == g->weights.end() ? 0 : it->second;
+          if (x < w) return p;
+          x -= w;
+        }
+      }
+    }
+    return allowed[h % allowed.size()];
+  }
+
+  // Walks from the QP's source to its destination; returns egress ports (first
+  // is the NIC port) or empty when unreachable. `spray_at` receives the node
+  // index where spraying applies (first such switch), or -1.
+  std::vector<int> Walk(Qp& qp, int salt, int spray_member, const std::vector<int>* prefer,
+                        int* spray_at, std::vector<int>* albs) {
+    std::vector<int> out;
+    const Nic& s = nics[qp.src];
+    const Nic& d = nics[qp.dst];
+    if (!PortLive(s.port) || !PortLive(d.port)) return out;
+    out.push_back(s.port);
+    albs->push_back(-1);
+    int node = s.leaf_node;
+    const int dleaf = nodes[d.leaf_node].leaf;
+    for (int guard = 0; node != d.leaf_node; ++guard) {
+      if (guard > kMaxHops - 2) return {};
+      const std::vector<int>& members = Group(node, dleaf);
+      if (members.empty()) return {};
+      int alb = -1, p = -1;
+      if (ModeFor(node, dleaf, qp) == ForwardingMode::kDlbPerPacket && members.size() > 1 &&
+          (*spray_at < 0 || *spray_at == node)) {
+        if (*spray_at < 0) *spray_at = node;
+        if (spray_member >= 0) {
+          std::vector<int> allowed;
+          ColorFilter(node, qp, members, &allowed);
+          p = allowed[static_cast<size_t>(spray_member) % allowed.size()];
+        }
+      }
+      if (p < 0) {
+        const size_t idx = out.size();
+        const int pref = prefer && idx < prefer->size() ? (*prefer)[idx] : -1;
+        p = Choose(node, dleaf, qp, salt, pref, &alb);
+      }
+      if (p < 0) return {};
+      out.push_back(p);
+      albs->push_back(alb);
+      node = ports[p].peer_node;
+    }
+    // Last hop: leaf -> destination NIC.
+    out.push_back(d.port);  // placeholder, replaced below
+    out.back() = ports[d.port].peer_port;
+    albs->push_back(-1);
+    if (static_cast<int>(out.size()) > kMaxHops) return {};
+    return out;
+  }
+
+  int AllocPf() {
+    if (!free_pfs.empty()) {
+      int i = free_pfs.back();
+      free_pfs.pop_back();
+      pfs[i] = PathFlow{};
+      return i;
+    }
+    pfs.emplace_back();
+    return static_cast<int>(pfs.size()) - 1;
+  }
+
+  // Removes a path flow's bytes from the network; returns them. Bytes on a dead
+  // port are dropped (counted) and not returned.
+  double Evacuate(PathFlow& pf, int from_hop, double* dropped) {
+    double moved = 0;
+    for (int h = from_hop; h < pf.n; ++h) {
+      Hop& hp = pf.h[h];
+      const double x = hp.b + hp.in;
+      if (x <= 0) continue;
+      Queue& q = queues[hp.q];
+      q.q = std::max(0.0, q.q - hp.b);
+      q.arr = std::max(0.0, q.arr - hp.in);
+      const int port = hp.q / kPriorities;
+      if (hp.ing >= 0) {
+        ingress[hp.ing].bytes = std::max(0.0, ingress[hp.ing].bytes - x);
+        nodes[ports[port].node].buf_used = std::max(0.0, nodes[ports[port].node].buf_used - x);
+      }
+      if (!PortLive(port)) {
+        q.drop += x;
+        ports[port].out_discards += x;
+        *dropped += x;
+      } else {
+        moved += x;
+      }
+      hp.b = hp.in = 0;
+    }
+    return moved;
+  }
+
+  void Admit(PathFlow& pf, int h, double x, Qp& qp);
+
+  // (Re)builds the QP's path flows. Bytes in flight move to the new path at the
+  // first hop that changed; bytes on dead ports are lost (and resent).
+  void Route(Qp& qp, bool keep_dlb) {
+    qp.routed = true;
+    if (qp.local) return;
+    qp.dlb = false;
+    qp.min_inactivity = kNever;
+    int spray_at = -1;
+    std::vector<std::vector<int>> paths, albs(1);
+    const std::vector<int>* prefer =
+        keep_dlb && !qp.last_ports.empty() ? &qp.last_ports[0] : nullptr;
+    paths.push_back(Walk(qp, 0, -1, prefer, &spray_at, &albs[0]));
+    int k = 1;
+    if (spray_at >= 0 && !paths[0].empty()) {
+      const int dleaf = nodes[nics[qp.dst].leaf_node].leaf;
+      std::vector<int> allowed;
+      ColorFilter(spray_at, qp, Group(spray_at, dleaf), &allowed);
+      k = static_cast<int>(allowed.size());
+      paths.clear();
+      albs.assign(k, {});
+      for (int i = 0; i < k; ++i) {
+        int sa = -1;
+        paths.push_back(Walk(qp, i + 1, i, nullptr, &sa, &albs[i]));
+      }
+    }
+    qp.spray_node = spray_at;
+    // Gather what is in flight on the old path flows.
+    double residual = 0, dropped = 0;
+    std::vector<int> old = qp.pfs;
+    qp.pfs.clear();
+    qp.last_ports.clear();
+    qp.w.clear();
+    for (int i = 0; i < k; ++i) {
+      if (paths[i].empty()) continue;
+      int pi;
+      int first_diff = 0;
+      if (static_cast<size_t>(i) < old.size()) {
+        pi = old[i];
+        PathFlow& pf = pfs[pi];
+        while (first_diff < pf.n && first_diff < static_cast<int>(paths[i].size()) &&
+               pf.h[first_diff].q / kPriorities == paths[i][first_diff] &&
+               PortLive(paths[i][first_diff])) {
+          ++first_diff;
+        }
+        residual += Evacuate(pf, first_diff, &dropped);
+      } else {
+        pi = AllocPf();
+      }
+      PathFlow& pf = pfs[pi];
+      pf.qp = qp.id;
+      const int n = static_cast<int>(paths[i].size());
+      for (int h = first_diff; h < n; ++h) {
+        pf.h[h] = Hop{};
+        pf.h[h].q = paths[i][h] * kPriorities + qp.prio;
+        pf.h[h].ing = h == 0 ? -1 : ports[paths[i][h - 1]].peer_port * kPriorities + qp.prio;
+        pf.h[h].alb = albs[i][h];
+      }
+      pf.n = n;
+      qp.pfs.push_back(pi);
+      qp.last_ports.push_back(paths[i]);
+      qp.w.push_back(1.0 / k);
+    }
+    for (size_t i = qp.pfs.size(); i < old.size(); ++i) {
+      residual += Evacuate(pfs[old[i]], 0, &dropped);
+      free_pfs.push_back(old[i]);
+    }
+    if (!qp.pfs.empty() && residual > 0) {
+      // Re-inject what was in flight at the first switch of the new path.
+      PathFlow& pf = pfs[qp.pfs[0]];
+      Admit(pf, std::min(1, pf.n - 1), residual, qp);
+    } else {
+      dropped += residual;
+    }
+    if (dropped > 0) qp.sent = std::max(0.0, qp.sent - dropped);  // go-back-N resend
+    // CNP return delay: propagation of every link plus the per-switch latency.
+    qp.cnp_delay = 0;
+    if (!qp.last_ports.empty()) {
+      for (int p : qp.last_ports[0]) qp.cnp_delay += ports[p].delay + opt().cnp_hop_latency_ns;
+    }
+    if (k > 1) UpdateSprayWeights(qp);
+  }
+
+  void UpdateSprayWeights(Qp& qp) {
+    if (qp.spray_node < 0 || qp.pfs.size() < 2) return;
+    double total = 0;
+    for (size_t i = 0; i < qp.pfs.size(); ++i) {
+      const PathFlow& pf = pfs[qp.pfs[i]];
+      int port = -1;
+      for (int h = 0; h < pf.n; ++h) {
+        if (ports[pf.h[h].q / kPriorities].node == qp.spray_node) port = pf.h[h].q / kPriorities;
+      }
+      qp.w[i] = port >= 0 ? Quality(port) + 1 : 1;
+      total += qp.w[i];
+    }
+    for (double& w : qp.w) w /= total;
+    qp.next_spray = now() + nodes[qp.spray_node].cfg.dlb.sample_ns;
+  }
+
+  // ---------------------------------------------------------------- step
+  void ActivateQueue(int q) {
+    if (!queues[q].active) {
+      queues[q].active = true;
+      next_q.push_back(q);
+    }
+  }
+  void ActivateIngress(int i) {
+    if (!ingress[i].active) {
+      ingress[i].active = true;
+      active_ing.push_back(i);
+    }
+  }
+  void ActivateQp(Qp& qp) {
+    if (qp.active) return;
+    qp.active = true;
+    active_qps.push_back(qp.id);
+    Nic& n = nics[qp.src];
+    if (n.active.empty()) active_nics.push_back(qp.src);
+    n.active.push_back(qp.id);
+  }
+
+  void Step();
+  void ProcessEvents();
+  void Sources();
+  void QueuePass();
+  void FlowPass();
+  void PfcPass();
+  void WatchdogPoll();
+  void Deliver(Qp& qp);
+  void OnPfcFrame(int qi, int quanta);
+  void SendPfc(int ing_idx, int quanta);
+  void StartIteration(int job);
+  void TransferProgress(Qp& qp, double bytes);
+  void RunFault(const FaultSpec& fs);
+  void UpdateGates(Job& j);
+};
+
+// ============================================================================ step
+
+void Fabric::Impl::Admit(PathFlow& pf, int h, double x, Qp& qp) {
+  Hop& hp = pf.h[h];
+  const int port = hp.q / kPriorities;
+  const Port& pt = ports[port];
+  Node& node = nodes[pt.node];
+  double accepted = x;
+  if (hp.ing >= 0 && node.is_switch) {
+    const PfcConfig& pfc = node.cfg.pfc;
+    Ingress& in = ingress[hp.ing];
+    Queue& q = queues[hp.q];
+    if (pfc.enabled && (pfc.lossless_mask & (1u << qp.prio))) {
+      const Port& ip = ports[hp.ing / kPriorities];
+      const double xoff =
+          pfc.dynamic_alpha > 0
+              ? pfc.dynamic_alpha * std::max(0.0, node.cfg.buffer_bytes - node.buf_used)
+              : ip.xoff;
+      accepted = std::min(x, std::max(0.0, xoff + ip.headroom - in.bytes));
+    } else {
+      const double limit =
+          node.cfg.lossy_alpha * std::max(0.0, node.cfg.buffer_bytes - node.buf_used);
+      accepted = std::min(x, std::max(0.0, limit - q.q - q.arr));
+    }
+    if (accepted < x) {
+      const double drop = x - accepted;
+      q.drop += drop;
+      ports[hp.ing / kPriorities].in_discards += drop;
+      qp.sent = std::max(0.0, qp.sent - drop);
+    }
+    if (accepted <= 0) return;
+    in.bytes += accepted;
+    node.buf_used += accepted;
+    ActivateIngress(hp.ing);
+  }
+  hp.in += accepted;
+  queues[hp.q].arr += accepted;
+  ActivateQueue(hp.q);
+}
+
+void Fabric::Impl::Step() {
+  ProcessEvents();
+  if (routing_dirty) {
+    routing_dirty = false;
+    RecomputeDistances();
+    for (Qp& qp : qps) {
+      if (qp.routed && !qp.local) Route(qp, /*keep_dlb=*/true);
+    }
+  }
+  if (now() >= next_wd_poll) WatchdogPoll();
+  for (Job& j : jobs) {
+    if (j.running && j.gated) UpdateGates(j);
+  }
+  Sources();
+  QueuePass();
+  FlowPass();
+  PfcPass();
+}
+
+void Fabric::Impl::ProcessEvents() {
+  while (!events.empty() && events.top().t <= now()) {
+    const Event e = events.top();
+    events.pop();
+    switch (e.kind) {
+      case kCnp: {
+        Qp& qp = qps[e.a];
+        qp.rp.AdvanceTo(now());
+        Nic& n = nics[qp.src];
+        if (qp.rp.OnCnp(now())) {
+          n.rp_handled += 1;
+          ++qp.cnps;
+        } else {
+          n.rp_ignored += 1;
+        }
+        break;
+      }
+      case kPfcFrame:
+        OnPfcFrame(e.a, e.b);
+        break;
+      case kFault:
+        RunFault(faults[e.a]);
+        break;
+      case kJobIter:
+        StartIteration(e.a);
+        break;
+    }
+  }
+}
+
+void Fabric::Impl::UpdateGates(Job& j) {
+  for (Transfer& t : j.cur) {
+    double allowed = t.t.bytes;
+    if (!t.t.gates.empty()) {
+      double m = kInf;
+      for (int g : t.t.gates) m = std::min(m, j.cur[g].delivered);
+      allowed = std::min(allowed, t.t.base + m);
+    }
+    const double per = allowed / static_cast<double>(t.qps.size());
+    for (int id : t.qps) {
+      Qp& qp = qps[id];
+      qp.quota = per;
+      if (!qp.active && qp.sent < per - kEps) ActivateQp(qp);
+    }
+  }
+}
+
+void Fabric::Impl::Sources() {
+  const TimeNs t = now(), step = dt();
+  struct Demand {
+    double bps;
+    int qp;
+  };
+  std::vector<Demand> dem;
+  size_t keep_nics = 0;
+  for (size_t ni = 0; ni < active_nics.size(); ++ni) {
+    Nic& nic = nics[active_nics[ni]];
+    // Drop finished QPs from the NIC's active list.
+    size_t keep = 0;
+    for (int id : nic.active) {
+      Qp& qp = qps[id];
+      const bool busy = !qp.stopped && (qp.sent < qp.quota - kEps || qp.sent - qp.delivered > kEps);
+      if (busy) {
+        nic.active[keep++] = id;
+      } else {
+        qp.active = false;
+        qp.send_bps = 0;
+      }
+    }
+    nic.active.resize(keep);
+    if (keep == 0) continue;
+    active_nics[keep_nics++] = active_nics[ni];
+    const Port& np = ports[nic.port];
+    const double line = std::min(nic.line_bps, np.cap_bps);
+    dem.clear();
+    for (int id : nic.active) {
+      Qp& qp = qps[id];
+      qp.send_bps = 0;
+      if (!qp.routed) Route(qp, false);
+      const double left = qp.quota - qp.sent;
+      if (left <= kEps) continue;
+      if (qp.local) {
+        const double b = std::min(left, BytesPerStep(opt().intra_host_bps, step));
+        qp.sent += b;
+        qp.delivered += b;
+        qp.lifetime_sent += b;
+        qp.lifetime_delivered += b;
+        TransferProgress(qp, b);
+        continue;
+      }
+      if (qp.pfs.empty()) continue;
+      const Queue& q0 = queues[nic.port * kPriorities + qp.prio];
+      if (q0.paused_until > t || !PortLive(nic.port)) continue;
+      if (qp.rp.next_event_ns() <= t) qp.rp.AdvanceTo(t);
+      double r = nic.params.enabled ? qp.rp.rate_bps() : line;
+      if (qp.cap_bps > 0) r = std::min(r, qp.cap_bps);
+      r = std::min(r, left * 8e9 / static_cast<double>(step));
+      if (r > 0) dem.push_back({r, id});
+    }
+    if (dem.empty()) continue;
+    // Water-filling: fair share of the line among QPs, each capped by its demand.
+    double sum = 0;
+    for (const Demand& d : dem) sum += d.bps;
+    if (sum > line) {
+      std::sort(dem.begin(), dem.end(), [](const Demand& a, const Demand& b) {
+        return a.bps != b.bps ? a.bps < b.bps : a.qp < b.qp;
+      });
+      double rem = line;
+      for (size_t i = 0; i < dem.size(); ++i) {
+        const double share = rem / static_cast<double>(dem.size() - i);
+        dem[i].bps = std::min(dem[i].bps, share);
+        rem -= dem[i].bps;
+      }
+    }
+    for (const Demand& d : dem) {
+      Qp& qp = qps[d.qp];
+      if (qp.dlb && t - qp.last_send >= qp.min_inactivity) Route(qp, false);  // flowlet boundary
+      if (qp.spray_node >= 0 && t >= qp.next_spray) UpdateSprayWeights(qp);
+      const double bytes = BytesPerStep(d.bps, step);
+      qp.last_send = t;
+      qp.send_bps = d.bps;
+      qp.sent += bytes;
+      qp.lifetime_sent += bytes;
+      nic.tx += bytes;
+      if (nic.params.enabled) qp.rp.OnBytesSent(bytes, t);
+      for (size_t k = 0; k < qp.pfs.size(); ++k) {
+        PathFlow& pf = pfs[qp.pfs[k]];
+        const double a = bytes * qp.w[k];
+        pf.h[0].in += a;
+        queues[pf.h[0].q].arr += a;
+        ActivateQueue(pf.h[0].q);
+      }
+    }
+  }
+  active_nics.resize(keep_nics);
+}
+
+void Fabric::Impl::QueuePass() {
+  const TimeNs t = now(), step = dt();
+  active_q.swap(next_q);
+  next_q.clear();
+  for (int qi : active_q) {
+    Queue& q = queues[qi];
+    q.active = false;
+    const int port = qi / kPriorities, prio = qi % kPriorities;
+    Port& pt = ports[port];
+    const double total = q.q + q.arr;
+    q.arr = 0;
+    if (total <= 0) {
+      q.s = 0;
+      q.p = 0;
+      q.q = 0;
+      continue;
+    }
+    const bool stormed = q.wd == WatchdogState::kStormed;
+    q.dropping = stormed && nodes[pt.node].cfg.watchdog.action == WatchdogAction::kDrop;
+    double cap = PortLive(port) ? BytesPerStep(pt.cap_bps, step) : 0;
+    if (q.paused_until > t && !stormed) cap = 0;
+    if (q.dropping) cap = total;
+    const double served = std::min(total, cap);
+    q.s = served / total;
+    q.q = total - served;
+    if (q.dropping) {
+      q.drop += served;
+      pt.out_discards += served;
+    } else if (served > 0) {
+      q.tx += served;
+      pt.out_octets += served;
+      const double lost = served * pt.error_rate;
+      ports[pt.peer_port].in_octets += served - lost;
+      ports[pt.peer_port].in_errors += lost;
+      if (pt.served_t != t) {
+        pt.served_t = t;
+        pt.served = 0;
+      }
+      pt.served += served;
+    }
+    // RED/ECN on the depth left after this step's service.
+    double p = 0;
+    if (pt.ecn_on[prio] && q.q > pt.kmin[prio]) {
+      p = q.q >= pt.kmax[prio]
+              ? 1.0
+              : pt.pmax[prio] * (q.q - pt.kmin[prio]) / (pt.kmax[prio] - pt.kmin[prio]);
+    }
+    q.p = p;
+    q.marked += served * p;
+    q.wm = std::max(q.wm, q.q);
+    if (q.q > kEps) {
+      q.active = true;
+      next_q.push_back(qi);
+    }
+  }
+}
+
+void Fabric::Impl::FlowPass() {
+  size_t keep = 0;
+  for (size_t i = 0; i < active_qps.size(); ++i) {
+    Qp& qp = qps[active_qps[i]];
+    if (!qp.active) continue;
+    active_qps[keep++] = qp.id;
+    if (qp.local) continue;
+    for (int pi : qp.pfs) {
+      PathFlow& pf = pfs[pi];
+      pf.delivered = 0;
+      for (int h = pf.n - 1; h >= 0; --h) {
+        Hop& hp = pf.h[h];
+        const double x = hp.b + hp.in;
+        hp.in = 0;
+        if (x <= 0) continue;
+        ++f->flow_hop_updates_;
+        const Queue& q = queues[hp.q];
+        const double d = x * q.s;
+        hp.b = x - d;
+        if (d <= 0) continue;
+        const Port& pt = ports[hp.q / kPriorities];
+        if (hp.ing >= 0) {
+          ingress[hp.ing].bytes = std::max(0.0, ingress[hp.ing].bytes - d);
+          Node& nd = nodes[pt.node];
+          nd.buf_used = std::max(0.0, nd.buf_used - d);
+        }
+        if (hp.alb >= 0) alb_bytes[hp.alb] += d;
+        if (q.dropping) {
+          qp.sent = std::max(0.0, qp.sent - d);
+          continue;
+        }
+        const double lost = d * pt.error_rate;
+        if (lost > 0) qp.sent = std::max(0.0, qp.sent - lost);
+        const double ok = d - lost;
+        if (h == pf.n - 1) {
+          pf.delivered += ok;
+        } else {
+          Admit(pf, h + 1, ok, qp);
+        }
+      }
+      if (pf.delivered > 0) {
+        double survive = 1;
+        for (int h = 0; h < pf.n; ++h) survive *= 1 - queues[pf.h[h].q].p;
+        pf.marked_prob = 1 - survive;
+      }
+    }
+    Deliver(qp);
+  }
+  active_qps.resize(keep);
+}
+
+void Fabric::Impl::Deliver(Qp& qp) {
+  double got = 0, marked = 0, lat_max = 0;
+  const bool sprayed = qp.pfs.size() > 1;
+  for (int pi : qp.pfs) {
+    const PathFlow& pf = pfs[pi];
+    got += pf.delivered;
+    marked += pf.delivered * pf.marked_prob;
+    if (sprayed && pf.delivered > 0) {
+      double lat = 0;
+      for (int h = 0; h < pf.n; ++h) {
+        lat += queues[pf.h[h].q].q / std::max(1.0, ports[pf.h[h].q / kPriorities].cap_bps);
+      }
+      lat_max = std::max(lat_max, lat);
+    }
+  }
+  if (got <= 0) return;
+  const double mtu = opt().mtu_bytes;
+  Nic& dn = nics[qp.dst];
+  dn.rx += got;
+  if (sprayed) {
+    // Packets of a faster path overtake those of the slowest: count them out of sequence.
+    for (int pi : qp.pfs) {
+      const PathFlow& pf = pfs[pi];
+      if (pf.delivered <= 0) continue;
+      double lat = 0;
+      for (int h = 0; h < pf.n; ++h) {
+        lat += queues[pf.h[h].q].q / std::max(1.0, ports[pf.h[h].q / kPriorities].cap_bps);
+      }
+      if (lat_max - lat > mtu / std::max(1.0, nics[qp.src].line_bps)) dn.oos += pf.delivered / mtu;
+    }
+  }
+  qp.delivered += got;
+  qp.lifetime_delivered += got;
+  TransferProgress(qp, got);
+  if (marked <= 0) return;
+  const double pkts = got / mtu, mpkts = marked / mtu;
+  dn.np_marked += mpkts;
+  const DcqcnParams& np = dn.params;
+  int cnps = 0;
+  if (np.cnp_interval_ns <= 0) {
+    qp.mark_acc += mpkts;
+    cnps = static_cast<int>(std::min(16.0, std::floor(qp.mark_acc)));
+    qp.mark_acc -= std::floor(qp.mark_acc);
+  } else if (now() - qp.last_cnp >= np.cnp_interval_ns) {
+    const double pm = marked / got;
+    const double p_any = 1 - std::pow(1 - pm, std::max(1.0, pkts));
+    if (rng.Uniform() < p_any) cnps = 1;
+  }
+  for (int i = 0; i < cnps; ++i) {
+    qp.last_cnp = now();
+    dn.np_cnp_sent += 1;
+    if (nics[qp.src].params.enabled) Push(now() + qp.cnp_delay, kCnp, qp.id, 0);
+  }
+}
+
+void Fabric::Impl::TransferProgress(Qp& qp, double bytes) {
+  if (qp.job < 0) return;
+  Job& j = jobs[qp.job];
+  if (!j.running || qp.transfer < 0 || qp.transfer >= static_cast<int>(j.cur.size())) return;
+  Transfer& tr = j.cur[qp.transfer];
+  tr.delivered += bytes;
+  if (!tr.done && tr.delivered >= tr.t.bytes - 1e-3) {
+    tr.done = true;
+    if (--j.pending == 0) {
+      j.running = false;
+      j.st.collective_ns.push_back(now() + dt() - j.iter_start);
+      ++j.st.iterations_done;
+      const int iters = j.spec.iterations;
+      if (iters > 0 && j.st.iterations_done >= iters) {
+        j.st.done = true;
+        j.st.end_ns = now() + dt();
+      } else {
+        Push(now() + dt() + j.spec.compute_gap_ns, kJobIter, qp.job, 0);
+      }
+    }
+  }
+}
+
+void Fabric::Impl::SendPfc(int ii, int quanta) {
+  const int port = ii / kPriorities, prio = ii % kPriorities;
+  Ingress& in = ingress[ii];
+  ++in.pfc_tx;
+  const Port& pt = ports[port];
+  Push(now() + pt.delay, kPfcFrame, pt.peer_port * kPriorities + prio, quanta);
+}
+
+void Fabric::Impl::OnPfcFrame(int qi, int quanta) {
+  Queue& q = queues[qi];
+  const TimeNs t = now();
+  ++q.pfc_rx;
+  q.last_pfc_rx = t;
+  if (q.pause_start >= 0 && q.paused_until <= t) {
+    q.pause_ns += static_cast<double>(q.paused_until - q.pause_start);
+    q.pause_start = -1;
+  }
+  if (quanta > 0) {
+    if (q.pause_start < 0) q.pause_start = t;
+    const double cap = std::max(1.0, ports[qi / kPriorities].nominal_bps);
+    q.paused_until = t + static_cast<TimeNs>(quanta * 512.0 * 1e9 / cap);
+  } else {
+    if (q.pause_start >= 0) q.pause_ns += static_cast<double>(t - q.pause_start);
+    q.pause_start = -1;
+    q.paused_until = t;
+  }
+}
+
+void Fabric::Impl::PfcPass() {
+  const TimeNs t = now();
+  size_t keep = 0;
+  for (size_t i = 0; i < active_ing.size(); ++i) {
+    const int ii = active_ing[i];
+    Ingress& in = ingress[ii];
+    const Port& pt = ports[ii / kPriorities];
+    const Node& node = nodes[pt.node];
+    const PfcConfig& pfc = node.cfg.pfc;
+    const int prio = ii % kPriorities;
+    if (node.is_switch && pfc.enabled && (pfc.lossless_mask & (1u << prio))) {
+      double xoff = pt.xoff, xon = pt.xon;
+      if (pfc.dynamic_alpha > 0) {
+        xoff = pfc.dynamic_alpha * std::max(0.0, node.cfg.buffer_bytes - node.buf_used);
+        xon = std::max(0.0, xoff - (pt.xoff - pt.xon));
+      }
+      const TimeNs quanta_ns =
+          static_cast<TimeNs>(pfc.quanta * 512.0 * 1e9 / std::max(1.0, pt.nominal_bps));
+      if (!in.asserted && in.bytes > xoff) {
+        in.asserted = true;
+        in.assert_t = t;
+        SendPfc(ii, pfc.quanta);
+        in.next_refresh = t + quanta_ns / 2;
+      } else if (in.asserted && in.bytes < xon) {
+        in.asserted = false;
+        in.tx_pause_ns += static_cast<double>(t - in.assert_t);
+        SendPfc(ii, 0);
+      } else if (in.asserted && t >= in.next_refresh) {
+        SendPfc(ii, pfc.quanta);
+        in.next_refresh = t + quanta_ns / 2;
+      }
+    }
+    if (in.bytes > kEps || in.asserted) {
+      active_ing[keep++] = ii;
+    } else {
+      in.active = false;
+    }
+  }
+  active_ing.resize(keep);
+  // Storming NICs keep pausing their leaf.
+  for (int ni : storm_nics) {
+    Nic& nic = nics[ni];
+    for (int prio = 0; prio < kPriorities; ++prio) {
+      if (!(nic.storm_mask & (1u << prio))) continue;
+      Ingress& in = ingress[nic.port * kPriorities + prio];
+      const TimeNs quanta_ns =
+          static_cast<TimeNs>(65535 * 512.0 * 1e9 / std::max(1.0, ports[nic.port].nominal_bps));
+      if (!in.asserted || t >= in.next_refresh) {
+        if (!in.asserted) {
+          in.assert_t = t;
+          nic.storm_events += 1;
+        }
+        in.asserted = true;
+        SendPfc(nic.port * kPriorities + prio, 65535);
+        in.next_refresh = t + quanta_ns / 2;
+      }
+    }
+  }
+}
+
+void Fabric::Impl::WatchdogPoll() {
+  const TimeNs t = now();
+  next_wd_poll = kNever;
+  for (Node& n : nodes) {
+    if (!n.is_switch || !n.cfg.watchdog.enabled) continue;
+    const WatchdogConfig& wd = n.cfg.watchdog;
+    next_wd_poll = std::min(next_wd_poll, t + wd.poll_ns);
+    for (int p : n.ports) {
+      for (int prio = 0; prio < kPriorities; ++prio) {
+        if (!(n.cfg.pfc.lossless_mask & (1u << prio))) continue;
+        Queue& q = queues[p * kPriorities + prio];
+        if (q.wd == WatchdogState::kOperational) {
+          if (q.paused_until > t && q.q > kEps) {
+            if (q.wd_since < 0) {
+              q.wd_since = t;
+            } else if (t - q.wd_since >= wd.detection_ns) {
+              q.wd = WatchdogState::kStormed;
+              ++q.wd_detected;
+              if (q.q > kEps) ActivateQueue(p * kPriorities + prio);
+            }
+          } else {
+            q.wd_since = -1;
+          }
+        } else if (t - q.last_pfc_rx >= wd.restoration_ns) {
+          q.wd = WatchdogState::kOperational;
+          ++q.wd_restored;
+          q.wd_since = -1;
+        }
+      }
+    }
+  }
+}
+
+void Fabric::Impl::StartIteration(int ji) {
+  Job& j = jobs[ji];
+  if (j.st.start_ns < 0) j.st.start_ns = now();
+  j.running = true;
+  j.iter_start = now();
+  j.cur.clear();
+  j.pending = 0;
+  j.gated = false;
+  for (size_t ti = 0; ti < j.tmpl.size(); ++ti) {
+    Transfer tr;
+    tr.t = j.tmpl[ti];
+    tr.qps = j.tmpl_qps[ti];
+    if (!tr.t.gates.empty()) j.gated = true;
+    j.cur.push_back(tr);
+  }
+  for (size_t ti = 0; ti < j.cur.size(); ++ti) {
+    Transfer& tr = j.cur[ti];
+    const double per = tr.t.bytes / static_cast<double>(tr.qps.size());
+    for (int id : tr.qps) {
+      Qp& qp = qps[id];
+      qp.transfer = static_cast<int>(ti);
+      qp.total = per;
+      qp.quota = per;
+      qp.sent = qp.delivered = 0;
+      ActivateQp(qp);
+    }
+    if (tr.t.bytes <= 0)
+      tr.done = true;
+    else
+      ++j.pending;
+  }
+  if (j.gated) UpdateGates(j);
+  if (j.pending == 0) {
+    j.running = false;
+    j.st.collective_ns.push_back(0);
+    ++j.st.iterations_done;
+    if (j.spec.iterations > 0 && j.st.iterations_done >= j.spec.iterations) {
+      j.st.done = true;
+      j.st.end_ns = now();
+    } else {
+      Push(now() + std::max(dt(), j.spec.compute_gap_ns), kJobIter, ji, 0);
+    }
+  }
+}
+
+void Fabric::Impl::RunFault(const FaultSpec& fs) {
+  switch (fs.kind) {
+    case FaultKind::kLinkDown:
+      (void)f->SetLinkUp(fs.target, false);
+      break;
+    case FaultKind::kLinkUp:
+      (void)f->SetLinkUp(fs.target, true);
+      break;
+    case FaultKind::kLinkFlap: {
+      (void)f->SetLinkUp(fs.target, false);
+      FaultSpec up = fs;
+      up.kind = FaultKind::kLinkUp;
+      up.at_ns = now() + fs.period_ns;
+      (void)f->ScheduleFault(up);
+      if (fs.count > 1) {
+        FaultSpec next = fs;
+        next.count = fs.count - 1;
+        next.at_ns = now() + 2 * fs.period_ns;
+        (void)f->ScheduleFault(next);
+      }
+      break;
+    }
+    case FaultKind::kSwitchDown:
+      (void)f->SetSwitchUp(fs.target, false);
+      break;
+    case FaultKind::kSwitchUp:
+      (void)f->SetSwitchUp(fs.target, true);
+      break;
+    case FaultKind::kDegradeLink:
+      (void)f->DegradeLink(fs.target, fs.capacity_factor, fs.error_rate);
+      break;
+    case FaultKind::kRestoreLink:
+      (void)f->DegradeLink(fs.target, 1.0, 0);
+      break;
+    case FaultKind::kPfcStormStart:
+      (void)f->SetPfcStorm(fs.target, fs.priority, true);
+      break;
+    case FaultKind::kPfcStormStop:
+      (void)f->SetPfcStorm(fs.target, fs.priority, false);
+      break;
+  }
+}
+
+// ============================================================================ Fabric
+
+Fabric::Fabric(const FabricOptions& opt) : opt_(opt) {}
+Fabric::~Fabric() = default;
+
+std::unique_ptr<Fabric> Fabric::Create(const loom::v1::Topology& topo, const FabricOptions& opt,
+                                       std::string* error) {
+  if (opt.step_ns <= 0) {
+    *error = "step_ns must be positive";
+    return nullptr;
+  }
+  std::unique_ptr<Fabric> fab(new Fabric(opt));
+  fab->impl_ = std::make_unique<Impl>(fab.get());
+  if (!fab->impl_->Build(topo, error)) return nullptr;
+  return fab;
+}
+
+void Fabric::Step() {
+  impl_->Step();
+  now_ += opt_.step_ns;
+}
+
+void Fabric::RunUntil(TimeNs t) {
+  while (now_ < t) Step();
+}
+
+bool Fabric::RunUntilJobsDone(TimeNs limit) {
+  while (now_ < limit) {
+    if (AllJobsDone()) return true;
+    Step();
+  }
+  return AllJobsDone();
+}
+
+int Fabric::job_count() const { return static_cast<int>(impl_->jobs.size()); }
+int Fabric::qp_count() const { return static_cast<int>(impl_->qps.size()); }
+
+bool Fabric::AllJobsDone() const {
+  for (const auto& j : impl_->jobs) {
+    if (!j.st.done) return false;
+  }
+  return true;
+}
+
+JobStatus Fabric::GetJob(int job) const {
+  if (job < 0 || job >= job_count()) return {};
+  return impl_->jobs[job].st;
+}
+
+namespace {
+// Resolves a GPU or NIC id to a NIC index.
+int ResolveNic(const Fabric::Impl& im, const std::string& id, std::string* host) {
+  auto g = im.gpu_nic.find(id);
+  if (g != im.gpu_nic.end()) {
+    if (host) *host = im.gpu_host.at(id);
+    return g->second;
+  }
+  auto n = im.node_by_id.find(id);
+  if (n != im.node_by_id.end() && im.nodes[n->second].nic >= 0) {
+    const int nic = im.nodes[n->second].nic;
+    if (host) *host = im.nics[nic].host.empty() ? id : im.nics[nic].host;
+    return nic;
+  }
+  return -1;
+}
+}  // namespace
+
+int Fabric::AddJob(const JobSpec& spec, std::string* error) {
+  Impl& im = *impl_;
+  Impl::Job j;
+  j.spec = spec;
+  j.st.id = spec.id;
+  j.st.tenant = spec.tenant;
+  if (spec.qps_per_connection < 1 || spec.priority < 0 || spec.priority >= kPriorities) {
+    *error = "job " + spec.id + ": qps_per_connection >= 1 and priority 0..7 required";
+    return -1;
+  }
+  for (const auto& r : spec.ranks) {
+    std::string host;
+    const int nic = ResolveNic(im, r, &host);
+    if (nic < 0) {
+      *error = "job " + spec.id + ": unknown GPU or NIC " + r;
+      return -1;
+    }
+    j.rank_nic.push_back(nic);
+    j.rank_host.push_back(host);
+  }
+  const int ji = static_cast<int>(im.jobs.size());
+  j.tmpl = BuildCollective(spec.collective, static_cast<int>(spec.ranks.size()), spec.message_bytes,
+                           SplitMix64(opt_.seed ^ (ji + 1)));
+  for (const auto& t : j.tmpl) {
+    std::vector<int> ids;
+    for (int k = 0; k < spec.qps_per_connection; ++k) {
+      Impl::Qp qp;
+      qp.id = static_cast<int>(im.qps.size());
+      qp.job = ji;
+      qp.src = j.rank_nic[t.src];
+      qp.dst = j.rank_nic[t.dst];
+      qp.local = qp.src == qp.dst || j.rank_host[t.src] == j.rank_host[t.dst];
+      qp.dest_qp = im.next_dest_qp++;
+      qp.sport = static_cast<uint32_t>(49152 + (SplitMix64(opt_.seed * 31 + qp.dest_qp) % 16384));
+      qp.prio = spec.priority;
+      qp.color = spec.color;
+      qp.cap_bps = spec.max_rate_bps > 0 ? spec.max_rate_bps / spec.qps_per_connection : 0;
+      const Impl::Nic& n = im.nics[qp.src];
+      qp.rp.Reset(n.params, n.line_bps, now_);
+      ids.push_back(qp.id);
+      im.qps.push_back(std::move(qp));
+    }
+    j.tmpl_qps.push_back(ids);
+  }
+  im.jobs.push_back(std::move(j));
+  im.Push(std::max(now_, spec.start_ns), Impl::kJobIter, ji, 0);
+  return ji;
+}
+
+int Fabric::AddFlow(const std::string& src, const std::string& dst, double bytes, int priority,
+                    double max_rate_bps, uint32_t dest_qp, uint32_t color) {
+  Impl& im = *impl_;
+  const int s = ResolveNic(im, src, nullptr), d = ResolveNic(im, dst, nullptr);
+  if (s < 0 || d < 0 || s == d) return -1;
+  Impl::Qp qp;
+  qp.id = static_cast<int>(im.qps.size());
+  qp.src = s;
+  qp.dst = d;
+  qp.dest_qp = dest_qp ? dest_qp : im.next_dest_qp++;
+  qp.sport = static_cast<uint32_t>(49152 + (SplitMix64(opt_.seed * 31 + qp.dest_qp) % 16384));
+  qp.prio = std::clamp(priority, 0, kPriorities - 1);
+  qp.color = color;
+  qp.cap_bps = max_rate_bps;
+  qp.total = qp.quota = bytes > 0 ? bytes : kInf;
+  qp.rp.Reset(im.nics[s].params, im.nics[s].line_bps, now_);
+  im.qps.push_back(std::move(qp));
+  im.ActivateQp(im.qps.back());
+  return im.qps.back().id;
+}
+
+void Fabric::StopFlow(int qp) {
+  if (qp >= 0 && qp < qp_count()) impl_->qps[qp].stopped = true;
+}
+
+QpInfo Fabric::GetQp(int id) const {
+  const Impl& im = *impl_;
+  QpInfo info;
+  if (id < 0 || id >= qp_count()) return info;
+  const Impl::Qp& qp = im.qps[id];
+  info.id = id;
+  info.job = qp.job >= 0 ? im.jobs[qp.job].spec.id : "";
+  info.src_nic = im.nodes[im.nics[qp.src].node].id;
+  info.dst_nic = im.nodes[im.nics[qp.dst].node].id;
+  info.dest_qp = qp.dest_qp;
+  info.priority = qp.prio;
+  info.rate_bps = qp.rp.rate_bps();
+  info.target_bps = qp.rp.target_bps();
+  info.alpha = qp.rp.alpha();
+  info.send_bps = qp.active ? qp.send_bps : 0;
+  info.sent_bytes = qp.lifetime_sent;
+  info.delivered_bytes = qp.lifetime_delivered;
+  info.cnps = qp.cnps;
+  info.subflows = static_cast<int>(qp.pfs.size());
+  if (!qp.last_ports.empty()) {
+    for (int p : qp.last_ports[0]) {
+      info.path.push_back(im.nodes[im.ports[p].node].id + ":" + im.ports[p].iface);
+    }
+  }
+  return info;
+}
+
+std::vector<QpInfo> Fabric::GetQps() const {
+  std::vector<QpInfo> out;
+  for (int i = 0; i < qp_count(); ++i) out.push_back(GetQp(i));
+  return out;
+}
+
+// ---------------------------------------------------------------- faults
+
+Status Fabric::SetLinkUp(const std::string& link_id, bool up) {
+  Impl& im = *impl_;
+  auto it = im.link_by_id.find(link_id);
+  if (it == im.link_by_id.end()) return NotFound("no link " + link_id);
+  const int pa = im.link_ports[it->second];
+  for (int p : {pa, im.ports[pa].peer_port}) {
+    if (im.ports[p].admin_up != up) ++im.ports[p].carrier;
+    im.ports[p].admin_up = up;
+  }
+  im.routing_dirty = true;
+  return Status::Ok();
+}
+
+Status Fabric::SetSwitchUp(const std::string& device, bool up) {
+  Impl& im = *impl_;
+  auto it = im.node_by_id.find(device);
+  if (it == im.node_by_id.end() || !im.nodes[it->second].is_switch) {
+    return NotFound("no switch " + device);
+  }
+  Impl::Node& n = im.nodes[it->second];
+  if (n.up != up) {
+    for (int p : n.ports) {
+      ++im.ports[p].carrier;
+      ++im.ports[im.ports[p].peer_port].carrier;
+    }
+  }
+  n.up = up;
+  im.routing_dirty = true;
+  return Status::Ok();
+}
+
+Status Fabric::DegradeLink(const std::string& link_id, double factor, double error_rate) {
+  Impl& im = *impl_;
+  auto it = im.link_by_id.find(link_id);
+  if (it == im.link_by_id.end()) return NotFound("no link " + link_id);
+  if (factor <= 0 || factor > 1 || error_rate < 0 || error_rate >= 1) {
+    return InvalidArgument("capacity_factor must be in (0,1], error_rate in [0,1)");
+  }
+  const int pa = im.link_ports[it->second];
+  for (int p : {pa, im.ports[pa].peer_port}) {
+    im.ports[p].cap_bps = im.ports[p].nominal_bps * factor;
+    im.ports[p].error_rate = error_rate;
+  }
+  return Status::Ok();
+}
+
+Status Fabric::SetPfcStorm(const std::string& nic, int priority, bool on) {
+  Impl& im = *impl_;
+  const int ni = ResolveNic(im, nic, nullptr);
+  if (ni < 0) return NotFound("no NIC " + nic);
+  if (priority < 0 || priority >= kPriorities) return InvalidArgument("priority must be 0..7");
+  Impl::Nic& n = im.nics[ni];
+  const uint8_t bit = static_cast<uint8_t>(1u << priority);
+  if (on) {
+    n.storm_mask |= bit;
+    if (std::find(im.storm_nics.begin(), im.storm_nics.end(), ni) == im.storm_nics.end()) {
+      im.storm_nics.push_back(ni);
+    }
+  } else if (n.storm_mask & bit) {
+    n.storm_mask &= static_cast<uint8_t>(~bit);
+    const int ii = n.port * kPriorities + priority;
+    if (im.ingress[ii].asserted) {
+      im.ingress[ii].asserted = false;
+      im.ingress[ii].tx_pause_ns += static_cast<double>(now_ - im.ingress[ii].assert_t);
+      im.SendPfc(ii, 0);
+    }
+    if (n.storm_mask == 0) {
+      im.storm_nics.erase(std::find(im.storm_nics.begin(), im.storm_nics.end(), ni));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Fabric::ScheduleFault(const FaultSpec& spec) {
+  Impl& im = *impl_;
+  const bool link = spec.kind == FaultKind::kLinkDown || spec.kind == FaultKind::kLinkUp ||
+                    spec.kind == FaultKind::kLinkFlap || spec.kind == FaultKind::kDegradeLink ||
+                    spec.kind == FaultKind::kRestoreLink;
+  if (link && !im.link_by_id.count(spec.target)) return NotFound("no link " + spec.target);
+  if ((spec.kind == FaultKind::kSwitchDown || spec.kind == FaultKind::kSwitchUp) &&
+      !im.node_by_id.count(spec.target)) {
+    return NotFound("no switch " + spec.target);
+  }
+  if ((spec.kind == FaultKind::kPfcStormStart || spec.kind == FaultKind::kPfcStormStop) &&
+      ResolveNic(im, spec.target, nullptr) < 0) {
+    return NotFound("no NIC " + spec.target);
+  }
+  if (spec.kind == FaultKind::kLinkFlap && spec.period_ns <= 0) {
+    return InvalidArgument("link-flap needs period_ns > 0");
+  }
+  im.faults.push_back(spec);
+  im.Push(std::max(now_, spec.at_ns), Impl::kFault, static_cast<int>(im.faults.size()) - 1, 0);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- counters
+
+namespace {
+uint64_t U(double x) { return x <= 0 ? 0 : static_cast<uint64_t>(x + 0.5); }
+}  // namespace
+
+#define LOOM_FIND_PORT(im, device, iface, pvar)                                \
+  auto nit_ = (im).node_by_id.find(device);                                    \
+  if (nit_ == (im).node_by_id.end()) return NotFound("no device " + (device)); \
+  auto pit_ = (im).nodes[nit_->second].port_by_iface.find(iface);              \
+  if (pit_ == (im).nodes[nit_->second].port_by_iface.end())                    \
+    return NotFound("no interface " + (device) + ":" + (iface));               \
+  const int pvar = pit_->second
+
+Status Fabric::GetInterfaceCounters(const std::string& device, const std::string& iface,
+                                    InterfaceCounters* out) const {
+  const Impl& im = *impl_;
+  LOOM_FIND_PORT(im, device, iface, p);
+  const Impl::Port& pt = im.ports[p];
+  const double mtu = opt_.mtu_bytes;
+  out->in_octets = U(pt.in_octets);
+  out->out_octets = U(pt.out_octets);
+  out->in_pkts = U(pt.in_octets / mtu);
+  out->out_pkts = U(pt.out_octets / mtu);
+  out->in_discards = U(pt.in_discards / mtu);
+  out->out_discards = U(pt.out_discards / mtu);
+  out->in_errors = U(pt.in_errors / mtu);
+  out->out_errors = 0;
+  out->oper_up = im.PortLive(p);
+  out->carrier_transitions = pt.carrier;
+  out->capacity_bps = pt.cap_bps;
+  return Status::Ok();
+}
+
+Status Fabric::GetQueueCounters(const std::string& device, const std::string& iface, int queue,
+                                QueueCounters* out) const {
+  const Impl& im = *impl_;
+  if (queue < 0 || queue >= kPriorities) return InvalidArgument("queue must be 0..7");
+  LOOM_FIND_PORT(im, device, iface, p);
+  const Impl::Queue& q = im.queues[p * kPriorities + queue];
+  const double mtu = opt_.mtu_bytes;
+  out->transmit_octets = U(q.tx);
+  out->transmit_pkts = U(q.tx / mtu);
+  out->dropped_octets = U(q.drop);
+  out->dropped_pkts = U(q.drop / mtu);
+  out->ecn_marked_octets = U(q.marked);
+  out->ecn_marked_pkts = U(q.marked / mtu);
+  out->current_depth_bytes = U(q.q);
+  out->watermark_bytes = U(q.wm);
+  return Status::Ok();
+}
+
+Status Fabric::GetPfcCounters(const std::string& device, const std::string& iface, int prio,
+                              PfcCounters* out) const {
+  const Impl& im = *impl_;
+  if (prio < 0 || prio >= kPriorities) return InvalidArgument("priority must be 0..7");
+  LOOM_FIND_PORT(im, device, iface, p);
+  const Impl::Queue& q = im.queues[p * kPriorities + prio];
+  const Impl::Ingress& in = im.ingress[p * kPriorities + prio];
+  out->rx_pkts = q.pfc_rx;
+  out->tx_pkts = in.pfc_tx;
+  double rx_ns = q.pause_ns;
+  if (q.pause_start >= 0)
+    rx_ns += static_cast<double>(std::min(now_, q.paused_until) - q.pause_start);
+  double tx_ns = in.tx_pause_ns;
+  if (in.asserted) tx_ns += static_cast<double>(now_ - in.assert_t);
+  out->rx_pause_duration_us = U(rx_ns / 1e3);
+  out->tx_pause_duration_us = U(tx_ns / 1e3);
+  out->paused = q.paused_until > now_;
+  out->xoff_sent = in.asserted;
+  return Status::Ok();
+}
+
+Status Fabric::GetWatchdogCounters(const std::string& device, const std::string& iface, int queue,
+                                   WatchdogCounters* out) const {
+  const Impl& im = *impl_;
+  if (queue < 0 || queue >= kPriorities) return InvalidArgument("queue must be 0..7");
+  LOOM_FIND_PORT(im, device, iface, p);
+  const Impl::Queue& q = im.queues[p * kPriorities + queue];
+  out->state = q.wd;
+  out->deadlock_detected = q.wd_detected;
+  out->deadlock_restored = q.wd_restored;
+  return Status::Ok();
+}
+
+Status Fabric::GetNicCounters(const std::string& nic, NicCounters* out) const {
+  const Impl& im = *impl_;
+  const int ni = ResolveNic(im, nic, nullptr);
+  if (ni < 0) return NotFound("no NIC " + nic);
+  const Impl::Nic& n = im.nics[ni];
+  out->np_cnp_sent = U(n.np_cnp_sent);
+  out->np_ecn_marked_roce_packets = U(n.np_marked);
+  out->rp_cnp_handled = U(n.rp_handled);
+  out->rp_cnp_ignored = U(n.rp_ignored);
+  out->out_of_sequence = U(n.oos);
+  out->tx_bytes = U(n.tx);
+  out->rx_bytes = U(n.rx);
+  out->tx_pause_storm_warning_events = U(n.storm_events);
+  return Status::Ok();
+}
+
+namespace {
+struct GroupRef {
+  int node = -1, leaf = -1;
+};
+Status ResolveGroup(const Fabric::Impl& im, const std::string& device, const std::string& dest,
+                    GroupRef* g) {
+  auto n = im.node_by_id.find(device);
+  if (n == im.node_by_id.end() || !im.nodes[n->second].is_switch) {
+    return NotFound("no switch " + device);
+  }
+  auto d = im.node_by_id.find(dest);
+  if (d == im.node_by_id.end() || im.nodes[d->second].leaf < 0) {
+    return NotFound("no destination leaf " + dest);
+  }
+  g->node = n->second;
+  g->leaf = im.nodes[d->second].leaf;
+  return Status::Ok();
+}
+}  // namespace
+
+Status Fabric::GetAlbCounters(const std::string& device, const std::string& dest,
+                              std::vector<AlbBucketCounters>* out) const {
+  const Impl& im = *impl_;
+  GroupRef g;
+  Status s = ResolveGroup(im, device, dest, &g);
+  if (!s.ok()) return s;
+  out->clear();
+  const Impl::GroupCfg* cfg = im.FindGroup(g.node, g.leaf);
+  if (!cfg || cfg->alb.empty()) return NotFound("no ALB table on " + device + " for " + dest);
+  for (size_t b = 0; b < cfg->alb.size(); ++b) {
+    AlbBucketCounters c;
+    c.member = im.ports[cfg->alb[b]].iface;
+    c.bytes = U(im.alb_bytes[cfg->alb_base + b]);
+    c.pkts = U(im.alb_bytes[cfg->alb_base + b] / opt_.mtu_bytes);
+    out->push_back(c);
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> Fabric::Interfaces(const std::string& device) const {
+  std::vector<std::string> out;
+  auto it = impl_->node_by_id.find(device);
+  if (it == impl_->node_by_id.end()) return out;
+  for (int p : impl_->nodes[it->second].ports) out.push_back(impl_->ports[p].iface);
+  return out;
+}
+
+std::vector<std::string> Fabric::Devices() const {
+  std::vector<std::string> out;
+  for (const auto& n : impl_->nodes) out.push_back(n.id);
+  return out;
+}
+
+double Fabric::LinkUtilization(const std::string& device, const std::string& iface) const {
+  auto it = impl_->node_by_id.find(device);
+  if (it == impl_->node_by_id.end()) return 0;
+  auto p = impl_->nodes[it->second].port_by_iface.find(iface);
+  if (p == impl_->nodes[it->second].port_by_iface.end()) return 0;
+  const Impl::Port& pt = impl_->ports[p->second];
+  if (pt.served_t != now_ - opt_.step_ns) return 0;
+  return pt.served / std::max(1.0, BytesPerStep(pt.cap_bps, opt_.step_ns));
+}
+
+// ---------------------------------------------------------------- config
+
+namespace {
+template <typename Fn>
+Status ForSwitches(Fabric::Impl& im, const std::string& device, Fn fn) {
+  if (device == "*") {
+    for (size_t i = 0; i < im.nodes.size(); ++i) {
+      if (im.nodes[i].is_switch) fn(static_cast<int>(i));
+    }
+    return Status::Ok();
+  }
+  auto it = im.node_by_id.find(device);
+  if (it == im.node_by_id.end() || !im.nodes[it->second].is_switch) {
+    return NotFound("no switch " + device);
+  }
+  fn(it->second);
+  return Status::Ok();
+}
+}  // namespace
+
+Status Fabric::SetForwardingMode(const std::string& device, ForwardingMode mode) {
+  Impl& im = *impl_;
+  im.routing_dirty = true;
+  return ForSwitches(im, device, [&](int n) { im.nodes[n].cfg.mode = mode; });
+}
+
+Status Fabric::SetGroupMode(const std::string& device, const std::string& dest,
+                            ForwardingMode mode) {
+  Impl& im = *impl_;
+  GroupRef g;
+  Status s = ResolveGroup(im, device, dest, &g);
+  if (!s.ok()) return s;
+  auto& cfg = im.groups[im.GroupKey(g.node, g.leaf)];
+  cfg.has_mode = true;
+  cfg.mode = mode;
+  im.routing_dirty = true;
+  return Status::Ok();
+}
+
+Status Fabric::SetDlbProfile(const std::string& device, const DlbProfile& profile) {
+  Impl& im = *impl_;
+  if (profile.sample_ns <= 0 || profile.load_ewma_ns <= 0 || profile.inactivity_ns < 0 ||
+      profile.load_weight < 0 || profile.load_weight > 1 || profile.queue_band_bytes <= 0) {
+    return InvalidArgument("bad DLB profile");
+  }
+  return ForSwitches(im, device, [&](int n) { im.nodes[n].cfg.dlb = profile; });
+}
+
+Status Fabric::SetHashDestQp(const std::string& device, bool on) {
+  Impl& im = *impl_;
+  im.routing_dirty = true;
+  return ForSwitches(im, device, [&](int n) { im.nodes[n].cfg.hash_dest_qp = on; });
+}
+
+Status Fabric::SetSprayPriorities(const std::string& device, uint8_t mask) {
+  Impl& im = *impl_;
+  im.routing_dirty = true;
+  return ForSwitches(im, device, [&](int n) { im.nodes[n].cfg.spray_mask = mask; });
+}
+
+Status Fabric::SetAlbTable(const std::string& device, const std::string& dest,
+                           const std::vector<std::string>& buckets) {
+  Impl& im = *impl_;
+  GroupRef g;
+  Status s = ResolveGroup(im, device, dest, &g);
+  if (!s.ok()) return s;
+  if (buckets.empty()) return InvalidArgument("ALB table needs at least one bucket");
+  std::vector<int> table;
+  for (const auto& iface : buckets) {
+    auto it = im.nodes[g.node].port_by_iface.find(iface);
+    if (it == im.nodes[g.node].port_by_iface.end()) {
+      return NotFound("no interface " + device + ":" + iface);
+    }
+    table.push_back(it->second);
+  }
+  auto& cfg = im.groups[im.GroupKey(g.node, g.leaf)];
+  if (cfg.alb.size() != table.size()) {
+    cfg.alb_base = static_cast<int>(im.alb_bytes.size());
+    im.alb_bytes.resize(im.alb_bytes.size() + table.size(), 0.0);
+  }
+  cfg.alb = std::move(table);
+  cfg.has_mode = true;
+  cfg.mode = ForwardingMode::kAlb;
+  im.routing_dirty = true;
+  return Status::Ok();
+}
+
+Status Fabric::InitAlbTable(const std::string& device, const std::string& dest, int buckets) {
+  Impl& im = *impl_;
+  if (im.routing_dirty) {
+    im.routing_dirty = false;
+    im.RecomputeDistances();
+    for (auto& qp : im.qps) {
+      if (qp.routed && !qp.local) im.Route(qp, true);
+    }
+  }
+  std::vector<std::string> members = GroupMembers(device, dest);
+  if (members.empty() || buckets < 1) return InvalidArgument("group has no live members");
+  std::vector<std::string> table;
+  for (int b = 0; b < buckets; ++b) table.push_back(members[b % members.size()]);
+  return SetAlbTable(device, dest, table);
+}
+
+Status Fabric::SetEcmpWeights(const std::string& device, const std::string& dest,
+                              const std::map<std::string, double>& weights) {
+  Impl& im = *impl_;
+  GroupRef g;
+  Status s = ResolveGroup(im, device, dest, &g);
+  if (!s.ok()) return s;
+  std::map<int, double> w;
+  for (const auto& [iface, weight] : weights) {
+    auto it = im.nodes[g.node].port_by_iface.find(iface);
+    if (it == im.nodes[g.node].port_by_iface.end()) {
+      return NotFound("no interface " + device + ":" + iface);
+    }
+    if (weight < 0) return InvalidArgument("weights must be >= 0");
+    w[it->second] = weight;
+  }
+  im.groups[im.GroupKey(g.node, g.leaf)].weights = std::move(w);
+  im.routing_dirty = true;
+  return Status::Ok();
+}
+
+Status Fabric::SetColor(const std::string& device, uint32_t color, const ColorConfig& cfg) {
+  Impl& im = *impl_;
+  if (color == 0) return InvalidArgument("color 0 means uncolored");
+  auto it = im.node_by_id.find(device);
+  if (it == im.node_by_id.end() || !im.nodes[it->second].is_switch) {
+    return NotFound("no switch " + device);
+  }
+  std::vector<int> ps;
+  for (const auto& iface : cfg.interfaces) {
+    auto p = im.nodes[it->second].port_by_iface.find(iface);
+    if (p == im.nodes[it->second].port_by_iface.end()) {
+      return NotFound("no interface " + device + ":" + iface);
+    }
+    ps.push_back(p->second);
+  }
+  im.nodes[it->second].colors[color] = {ps, cfg.backup_color};
+  im.routing_dirty = true;
+  return Status::Ok();
+}
+
+Status Fabric::RemoveColor(const std::string& device, uint32_t color) {
+  Impl& im = *impl_;
+  auto it = im.node_by_id.find(device);
+  if (it == im.node_by_id.end()) return NotFound("no switch " + device);
+  im.nodes[it->second].colors.erase(color);
+  im.routing_dirty = true;
+  return Status::Ok();
+}
+
+Status Fabric::SetJobColor(const std::string& job_id, uint32_t color) {
+  Impl& im = *impl_;
+  for (auto& j : im.jobs) {
+    if (j.spec.id != job_id) continue;
+    j.spec.color = color;
+    for (const auto& ids : j.tmpl_qps) {
+      for (int id : ids) im.qps[id].color = color;
+    }
+    im.routing_dirty = true;
+    return Status::Ok();
+  }
+  return NotFound("no job " + job_id);
+}
+
+Status Fabric::SetEcn(const std::string& device, int priority, const EcnConfig& cfg) {
+  Impl& im = *impl_;
+  if (priority < 0 || priority >= kPriorities) return InvalidArgument("priority must be 0..7");
+  if (cfg.pmax < 0 || cfg.pmax > 1 || (cfg.kmax_bytes > 0 && cfg.kmin_bytes > cfg.kmax_bytes)) {
+    return InvalidArgument("need 0 <= pmax <= 1 and kmin <= kmax");
+  }
+  return ForSwitches(im, device, [&](int n) {
+    im.nodes[n].cfg.ecn[priority] = cfg;
+    im.ApplyPortThresholds(n);
+  });
+}
+
+Status Fabric::SetPfc(const std::string& device, const PfcConfig& cfg) {
+  Impl& im = *impl_;
+  if (cfg.xon_bytes > 0 && cfg.xoff_bytes > 0 && cfg.xon_bytes > cfg.xoff_bytes) {
+    return InvalidArgument("xon must not exceed xoff");
+  }
+  return ForSwitches(im, device, [&](int n) {
+    im.nodes[n].cfg.pfc = cfg;
+    im.ApplyPortThresholds(n);
+  });
+}
+
+Status Fabric::SetWatchdog(const std::string& device, const WatchdogConfig& cfg) {
+  Impl& im = *impl_;
+  if (cfg.enabled && (cfg.poll_ns <= 0 || cfg.detection_ns <= 0 || cfg.restoration_ns <= 0)) {
+    return InvalidArgument("watchdog times must be positive");
+  }
+  Status s = ForSwitches(im, device, [&](int n) { im.nodes[n].cfg.watchdog = cfg; });
+  im.ArmWatchdog();
+  return s;
+}
+
+Status Fabric::SetDcqcn(const std::string& nic, const DcqcnParams& params) {
+  Impl& im = *impl_;
+  auto apply = [&](int ni) {
+    im.nics[ni].params = params;
+    for (auto& qp : im.qps) {
+      if (qp.src == ni) qp.rp.SetParams(params, now_);
+    }
+  };
+  if (nic == "*") {
+    for (size_t i = 0; i < im.nics.size(); ++i) apply(static_cast<int>(i));
+    return Status::Ok();
+  }
+  const int ni = ResolveNic(im, nic, nullptr);
+  if (ni < 0) return NotFound("no NIC " + nic);
+  apply(ni);
+  return Status::Ok();
+}
+
+const SwitchConfig* Fabric::GetSwitchConfig(const std::string& device) const {
+  auto it = impl_->node_by_id.find(device);
+  if (it == impl_->node_by_id.end() || !impl_->nodes[it->second].is_switch) return nullptr;
+  return &impl_->nodes[it->second].cfg;
+}
+
+uint64_t Fabric::FlowHash(const std::string& device, int qp) const {
+  auto it = impl_->node_by_id.find(device);
+  if (it == impl_->node_by_id.end() || qp < 0 || qp >= qp_count()) return 0;
+  return impl_->Hash(it->second, impl_->qps[qp], 0);
+}
+
+std::vector<std::string> Fabric::GroupMembers(const std::string& device, const std::string& dest) {
+  Impl& im = *impl_;
+  std::vector<std::string> out;
+  GroupRef g;
+  if (!ResolveGroup(im, device, dest, &g).ok()) return out;
+  if (im.dist.empty()) im.RecomputeDistances();
+  for (int p : im.Group(g.node, g.leaf)) out.push_back(im.ports[p].iface);
+  return out;
+}
+
+}  // namespace loom::sim

@@ -1,0 +1,196 @@
+// The fabric emulator: a whole RoCEv2 fabric in one object.
+//
+// Fabric is a fluid (flow-level) model stepped at a fixed virtual-time step
+// (FabricOptions::step_ns, default 1 us). Each step:
+//   1. due events fire in time order: CNP arrivals at senders, PFC frames at
+//      upstream egress queues, faults, job iteration starts;
+//   2. every NIC shares its line rate fairly (water-filling) among its active
+//      QPs, each capped by its DCQCN rate, its application cap and its data
+//      dependency (collective pipelining), and injects that many bytes;
+//   3. every busy egress queue (port x priority) serves capacity x step bytes,
+//      split among the flows in it in proportion to their bytes queued (a fluid
+//      FIFO), and marks ECN with the RED probability of its depth;
+//   4. served bytes move to the next hop (arriving there next step); arrivals are
+//      admitted against PFC headroom (lossless) or the shared buffer (lossy);
+//   5. per-ingress PFC accounting sends PAUSE/RESUME upstream (delayed by the
+//      link), receivers turn marked bytes into CNPs (paced per QP), senders' DCQCN
+//      state machines run their timers and byte counters exactly.
+// See sim-fabric/README.md for the model and its limits.
+//
+// Threading contract: a Fabric is single-threaded and passive. The caller owns
+// it and calls Step/RunUntil, the counter getters and the config setters from
+// one thread (or serialises them). Nothing runs in the background. Several
+// Fabrics may live in one process; they share nothing.
+//
+// Names: devices and interfaces are those of the loom.v1.Topology; queues are
+// priorities 0..7; a "destination" of a per-destination setting is the id of a
+// destination leaf switch.
+#ifndef LOOM_SIM_FABRIC_FABRIC_H_
+#define LOOM_SIM_FABRIC_FABRIC_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "loom/v1/topology.pb.h"
+#include "sim-fabric/dcqcn.h"
+#include "sim-fabric/rng.h"
+#include "sim-fabric/types.h"
+
+namespace loom::sim {
+
+struct FabricOptions {
+  TimeNs step_ns = 1 * kNsPerUs;
+  uint64_t seed = 1;
+  double mtu_bytes = 4096;  // RoCE payload MTU; packet counters count these
+  DcqcnParams dcqcn = PaperDcqcnParams();
+  SwitchConfig switch_defaults;              // applied to every switch
+  double intra_host_bps = 2.4e12;            // GPU-to-GPU inside a host (NVLink), not on the fabric
+  TimeNs cnp_hop_latency_ns = 1 * kNsPerUs;  // per switch, strict-priority CNP queue
+};
+
+// Fault kinds for ScheduleFault.
+enum class FaultKind {
+  kLinkDown,
+  kLinkUp,
+  kLinkFlap,
+  kSwitchDown,
+  kSwitchUp,
+  kDegradeLink,
+  kRestoreLink,
+  kPfcStormStart,
+  kPfcStormStop
+};
+bool ParseFaultKind(const std::string& s, FaultKind* k);
+
+struct FaultSpec {
+  TimeNs at_ns = 0;
+  FaultKind kind = FaultKind::kLinkDown;
+  std::string target;            // link id, switch id or NIC id
+  double capacity_factor = 1.0;  // kDegradeLink: fraction of nominal capacity kept
+  double error_rate = 0;         // kDegradeLink: fraction of bytes lost to errors
+  int priority = 3;              // kPfcStorm*
+  TimeNs period_ns = 0;          // kLinkFlap: time down then up
+  int count = 1;                 // kLinkFlap: number of down/up cycles
+};
+
+class Fabric {
+ public:
+  // Builds the fabric; returns nullptr and sets `error` when the topology cannot be used.
+  static std::unique_ptr<Fabric> Create(const loom::v1::Topology& topo, const FabricOptions& opt,
+                                        std::string* error);
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  // ------------------------------------------------------------ running
+  TimeNs now() const { return now_; }
+  TimeNs step_ns() const { return opt_.step_ns; }
+  void Step();
+  // Steps until now() >= t.
+  void RunUntil(TimeNs t);
+  // Steps until every job is done or `limit` is reached; true when all are done.
+  bool RunUntilJobsDone(TimeNs limit);
+  // Flow-hop updates done so far (cost measure for benchmarks).
+  uint64_t flow_hop_updates() const { return flow_hop_updates_; }
+
+  // ------------------------------------------------------------ workloads
+  // Adds a job; it starts at spec.start_ns (or now, if later). Returns its index.
+  int AddJob(const JobSpec& spec, std::string* error);
+  int job_count() const;
+  JobStatus GetJob(int job) const;
+  bool AllJobsDone() const;
+  // Every QP (ordered by id).
+  std::vector<QpInfo> GetQps() const;
+  QpInfo GetQp(int qp) const;
+  int qp_count() const;
+  // Low-level: a single flow of `bytes` (0 = unbounded) from NIC/GPU src to dst.
+  // Returns the QP id. `dest_qp` 0 = assigned.
+  int AddFlow(const std::string& src, const std::string& dst, double bytes, int priority = 3,
+              double max_rate_bps = 0, uint32_t dest_qp = 0, uint32_t color = 0);
+  // Stops a flow started with AddFlow (its remaining bytes are abandoned).
+  void StopFlow(int qp);
+
+  // ------------------------------------------------------------ faults
+  Status SetLinkUp(const std::string& link_id, bool up);
+  Status SetSwitchUp(const std::string& device, bool up);
+  // Keeps `capacity_factor` of the nominal capacity and loses `error_rate` of the bytes.
+  Status DegradeLink(const std::string& link_id, double capacity_factor, double error_rate);
+  // The NIC sends PFC pause for `priority` forever (a stuck receiver) until stopped.
+  Status SetPfcStorm(const std::string& nic, int priority, bool on);
+  // Runs a fault at spec.at_ns (or now, if in the past).
+  Status ScheduleFault(const FaultSpec& spec);
+
+  // ------------------------------------------------------------ counters (read)
+  Status GetInterfaceCounters(const std::string& device, const std::string& iface,
+                              InterfaceCounters* out) const;
+  Status GetQueueCounters(const std::string& device, const std::string& iface, int queue,
+                          QueueCounters* out) const;
+  Status GetPfcCounters(const std::string& device, const std::string& iface, int priority,
+                        PfcCounters* out) const;
+  Status GetWatchdogCounters(const std::string& device, const std::string& iface, int queue,
+                             WatchdogCounters* out) const;
+  Status GetNicCounters(const std::string& nic, NicCounters* out) const;
+  Status GetAlbCounters(const std::string& device, const std::string& dest,
+                        std::vector<AlbBucketCounters>* out) const;
+  // Every interface of a device, in topology order.
+  std::vector<std::string> Interfaces(const std::string& device) const;
+  // Every device id (switches and NICs), in topology order.
+  std::vector<std::string> Devices() const;
+  // Current utilisation (served / capacity over the last step) of an egress interface.
+  double LinkUtilization(const std::string& device, const std::string& iface) const;
+
+  // ------------------------------------------------------------ config (write)
+  // Applied at the next step. `device` "*" = every switch.
+  Status SetForwardingMode(const std::string& device, ForwardingMode mode);
+  // Mode for one ECMP group (device, destination leaf); overrides the switch mode.
+  Status SetGroupMode(const std::string& device, const std::string& dest, ForwardingMode mode);
+  Status SetDlbProfile(const std::string& device, const DlbProfile& profile);
+  Status SetHashDestQp(const std::string& device, bool on);
+  Status SetSprayPriorities(const std::string& device, uint8_t mask);
+  // Replaces the ALB bucket table of group (device, dest): bucket i -> interface.
+  Status SetAlbTable(const std::string& device, const std::string& dest,
+                     const std::vector<std::string>& buckets);
+  // An ALB table of `buckets` buckets spread round-robin over the group members.
+  Status InitAlbTable(const std::string& device, const std::string& dest, int buckets);
+  // Weighted ECMP for group (device, dest): interface -> weight (GLB). Empty = clear.
+  Status SetEcmpWeights(const std::string& device, const std::string& dest,
+                        const std::map<std::string, double>& weights);
+  Status SetColor(const std::string& device, uint32_t color, const ColorConfig& cfg);
+  Status RemoveColor(const std::string& device, uint32_t color);
+  // Colors the traffic of a job (0 = uncolored).
+  Status SetJobColor(const std::string& job_id, uint32_t color);
+  Status SetEcn(const std::string& device, int priority, const EcnConfig& cfg);
+  Status SetPfc(const std::string& device, const PfcConfig& cfg);
+  Status SetWatchdog(const std::string& device, const WatchdogConfig& cfg);
+  Status SetDcqcn(const std::string& nic, const DcqcnParams& params);
+  const SwitchConfig* GetSwitchConfig(const std::string& device) const;
+
+  // ------------------------------------------------------------ helpers
+  // The static 5-tuple hash a switch computes (exposed for tests and tools).
+  uint64_t FlowHash(const std::string& device, int qp) const;
+  // Egress members (interfaces) of group (device, dest leaf), live ones only.
+  std::vector<std::string> GroupMembers(const std::string& device, const std::string& dest);
+  const FabricOptions& options() const { return opt_; }
+
+  // Implementation state (opaque; defined in fabric.cc).
+  struct Impl;
+
+ private:
+  explicit Fabric(const FabricOptions& opt);
+
+  FabricOptions opt_;
+  TimeNs now_ = 0;
+  uint64_t flow_hop_updates_ = 0;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace loom::sim
+
+#endif  // LOOM_SIM_FABRIC_FABRIC_H_

@@ -1,0 +1,307 @@
+#include "sim-fabric/scenario.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "api/topology/topology_generate.h"
+#include "api/topology/topology_io.h"
+#include "common/flags.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace loom::sim {
+
+namespace {
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+std::string DirOf(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+}  // namespace
+
+bool ParseScenarioJson(const std::string& json, const std::string& base_dir, LoadedScenario* out,
+                       std::string* error) {
+  google::protobuf::util::JsonParseOptions po;
+  auto st = google::protobuf::util::JsonStringToMessage(json, &out->spec, po);
+  if (!st.ok()) {
+    *error = "scenario: " + std::string(st.message());
+    return false;
+  }
+  const auto& s = out->spec;
+  int sources =
+      (s.topology_file().empty() ? 0 : 1) + (s.has_topology() ? 1 : 0) + (s.has_rail() ? 1 : 0);
+  if (sources != 1) {
+    *error = "scenario: give exactly one of topology_file, topology, rail";
+    return false;
+  }
+  if (!s.topology_file().empty()) {
+    std::string path = s.topology_file();
+    if (path[0] != '/') path = base_dir + "/" + path;
+    if (!loom::topology::LoadTopologyFile(path, &out->topology, error)) return false;
+  } else if (s.has_topology()) {
+    out->topology = s.topology();
+    auto errs = loom::topology::ValidateTopology(out->topology);
+    if (!errs.empty()) {
+      *error = "scenario.topology: " + loom::topology::FormatErrors(errs, "", "");
+      return false;
+    }
+  } else {
+    loom::topology::RailParams rp;
+    const auto& r = s.rail();
+    if (r.hosts()) rp.hosts = r.hosts();
+    if (r.hosts_per_stripe()) rp.hosts_per_stripe = r.hosts_per_stripe();
+    if (r.spines()) rp.spines = r.spines();
+    if (r.links_per_spine()) rp.links_per_spine = r.links_per_spine();
+    if (r.gpus_per_host()) rp.host.gpus_per_host = rp.host.nics_per_host = r.gpus_per_host();
+    if (!r.nic_speed().empty() && !ParseBitRate(r.nic_speed(), &rp.host.nic_speed_bps)) {
+      *error = "scenario.rail.nic_speed: not a bit rate";
+      return false;
+    }
+    if (!r.uplink_speed().empty() && !ParseBitRate(r.uplink_speed(), &rp.uplink_speed_bps)) {
+      *error = "scenario.rail.uplink_speed: not a bit rate";
+      return false;
+    }
+    rp.name = s.name().empty() ? "rail" : s.name();
+    if (!loom::topology::GenerateRail(rp, &out->topology, error)) return false;
+  }
+  const auto& e = s.engine();
+  FabricOptions& o = out->options;
+  if (e.step_ns() > 0) o.step_ns = e.step_ns();
+  if (e.seed() > 0) o.seed = e.seed();
+  if (e.duration_ns() > 0) out->duration_ns = e.duration_ns();
+  if (e.sample_ns() > 0) out->sample_ns = e.sample_ns();
+  if (!e.dcqcn_preset().empty() && !DcqcnPresetByName(e.dcqcn_preset(), &o.dcqcn)) {
+    *error = "scenario.engine.dcqcn_preset: want paper or vendor";
+    return false;
+  }
+  o.dcqcn.enabled = !e.dcqcn_disabled();
+  o.switch_defaults.pfc.enabled = !e.pfc_disabled();
+  for (auto& ecn : o.switch_defaults.ecn) ecn.enabled = !e.ecn_disabled();
+  for (int i = 0; i < s.jobs_size(); ++i) {
+    Collective c;
+    if (!ParseCollective(s.jobs(i).collective(), &c)) {
+      *error = "scenario.jobs[" + std::to_string(i) + "].collective: unknown '" +
+               s.jobs(i).collective() + "'";
+      return false;
+    }
+  }
+  for (int i = 0; i < s.faults_size(); ++i) {
+    FaultKind k;
+    if (!ParseFaultKind(s.faults(i).kind(), &k)) {
+      *error =
+          "scenario.faults[" + std::to_string(i) + "].kind: unknown '" + s.faults(i).kind() + "'";
+      return false;
+    }
+  }
+  for (int i = 0; i < s.switch_modes_size(); ++i) {
+    ForwardingMode m;
+    if (!s.switch_modes(i).mode().empty() && !ParseForwardingMode(s.switch_modes(i).mode(), &m)) {
+      *error = "scenario.switch_modes[" + std::to_string(i) + "].mode: unknown '" +
+               s.switch_modes(i).mode() + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool LoadScenarioFile(const std::string& path, LoadedScenario* out, std::string* error) {
+  std::string text;
+  if (!ReadFile(path, &text)) {
+    *error = "cannot read " + path;
+    return false;
+  }
+  if (!ParseScenarioJson(text, DirOf(path), out, error)) {
+    *error = path + ": " + *error;
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+bool Check(const Status& s, const std::string& where, std::string* error) {
+  if (s.ok()) return true;
+  *error = where + ": " + s.message();
+  return false;
+}
+
+}  // namespace
+
+std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::string* error) {
+  auto fab = Fabric::Create(sc.topology, sc.options, error);
+  if (!fab) return nullptr;
+  const auto& s = sc.spec;
+  for (int i = 0; i < s.queues_size(); ++i) {
+    const auto& q = s.queues(i);
+    const std::string dev = q.device().empty() ? "*" : q.device();
+    const std::string where = "queues[" + std::to_string(i) + "]";
+    const SwitchConfig* base = nullptr;
+    if (dev == "*") {
+      for (const auto& d : fab->Devices()) {
+        if ((base = fab->GetSwitchConfig(d))) break;
+      }
+    } else {
+      base = fab->GetSwitchConfig(dev);
+    }
+    if (!base) {
+      *error = where + ": no switch " + dev;
+      return nullptr;
+    }
+    SwitchConfig cfg = *base;
+    for (int p = 0; p < kPriorities; ++p) {
+      EcnConfig e = cfg.ecn[p];
+      if (q.ecn_kmin_bytes() > 0) e.kmin_bytes = q.ecn_kmin_bytes();
+      if (q.ecn_kmax_bytes() > 0) e.kmax_bytes = q.ecn_kmax_bytes();
+      if (q.ecn_pmax() > 0) e.pmax = q.ecn_pmax();
+      if (!Check(fab->SetEcn(dev, p, e), where, error)) return nullptr;
+    }
+    PfcConfig pfc = cfg.pfc;
+    if (q.pfc_xoff_bytes() > 0) pfc.xoff_bytes = q.pfc_xoff_bytes();
+    if (q.pfc_xon_bytes() > 0) pfc.xon_bytes = q.pfc_xon_bytes();
+    if (q.pfc_headroom_bytes() > 0) pfc.headroom_bytes = q.pfc_headroom_bytes();
+    if (q.pfc_dynamic_alpha() > 0) pfc.dynamic_alpha = q.pfc_dynamic_alpha();
+    if (q.lossless_priorities_size() > 0) {
+      pfc.lossless_mask = 0;
+      for (int p : q.lossless_priorities()) {
+        if (p < 0 || p >= kPriorities) {
+          *error = where + ".lossless_priorities: 0..7";
+          return nullptr;
+        }
+        pfc.lossless_mask |= static_cast<uint8_t>(1u << p);
+      }
+    }
+    if (!Check(fab->SetPfc(dev, pfc), where, error)) return nullptr;
+    if (q.watchdog()) {
+      WatchdogConfig wd;
+      wd.enabled = true;
+      if (q.watchdog_poll_ns() > 0) wd.poll_ns = q.watchdog_poll_ns();
+      if (q.watchdog_detection_ns() > 0) wd.detection_ns = q.watchdog_detection_ns();
+      if (q.watchdog_restoration_ns() > 0) wd.restoration_ns = q.watchdog_restoration_ns();
+      wd.action =
+          q.watchdog_action() == "forward" ? WatchdogAction::kForward : WatchdogAction::kDrop;
+      if (!Check(fab->SetWatchdog(dev, wd), where, error)) return nullptr;
+    }
+    (void)cfg;
+  }
+  for (int i = 0; i < s.switch_modes_size(); ++i) {
+    const auto& m = s.switch_modes(i);
+    const std::string where = "switch_modes[" + std::to_string(i) + "]";
+    const std::string dev = m.device().empty() ? "*" : m.device();
+    ForwardingMode mode = ForwardingMode::kStaticHash;
+    const bool has_mode = !m.mode().empty() && ParseForwardingMode(m.mode(), &mode);
+    if (m.hash_dest_qp() && !Check(fab->SetHashDestQp(dev, true), where, error)) return nullptr;
+    if (m.flowlet_inactivity_ns() > 0) {
+      DlbProfile prof;
+      prof.inactivity_ns = m.flowlet_inactivity_ns();
+      if (!Check(fab->SetDlbProfile(dev, prof), where, error)) return nullptr;
+    }
+    if (m.spray_priorities_size() > 0) {
+      uint8_t mask = 0;
+      for (int p : m.spray_priorities()) mask |= static_cast<uint8_t>(1u << (p & 7));
+      if (!Check(fab->SetSprayPriorities(dev, mask), where, error)) return nullptr;
+    }
+    if (m.dest().empty()) {
+      if (has_mode && !Check(fab->SetForwardingMode(dev, mode), where, error)) return nullptr;
+      continue;
+    }
+    if (mode == ForwardingMode::kAlb) {
+      if (!Check(fab->InitAlbTable(dev, m.dest(), m.alb_buckets() > 0 ? m.alb_buckets() : 256),
+                 where, error)) {
+        return nullptr;
+      }
+    } else if (has_mode && !Check(fab->SetGroupMode(dev, m.dest(), mode), where, error)) {
+      return nullptr;
+    }
+    if (m.weights_size() > 0) {
+      std::map<std::string, double> w(m.weights().begin(), m.weights().end());
+      if (!Check(fab->SetEcmpWeights(dev, m.dest(), w), where, error)) return nullptr;
+    }
+  }
+  for (int i = 0; i < s.colors_size(); ++i) {
+    const auto& c = s.colors(i);
+    ColorConfig cc;
+    cc.interfaces.assign(c.interfaces().begin(), c.interfaces().end());
+    cc.backup_color = c.backup_color();
+    if (!Check(fab->SetColor(c.device(), c.color(), cc), "colors[" + std::to_string(i) + "]",
+               error)) {
+      return nullptr;
+    }
+  }
+  for (int i = 0; i < s.dcqcn_size(); ++i) {
+    const auto& d = s.dcqcn(i);
+    DcqcnParams p = sc.options.dcqcn;
+    if (d.rai_bps() > 0) p.rai_bps = d.rai_bps();
+    if (d.rhai_bps() > 0) p.rhai_bps = d.rhai_bps();
+    if (d.g() > 0) p.g = d.g();
+    if (d.t_ns() > 0) p.t_ns = d.t_ns();
+    if (d.k_ns() > 0) p.k_ns = d.k_ns();
+    if (d.b_bytes() > 0) p.b_bytes = d.b_bytes();
+    if (d.f() > 0) p.f = d.f();
+    if (d.min_rate_bps() > 0) p.min_rate_bps = d.min_rate_bps();
+    if (d.cnp_interval_ns() > 0) p.cnp_interval_ns = d.cnp_interval_ns();
+    if (!Check(fab->SetDcqcn(d.nic().empty() ? "*" : d.nic(), p),
+               "dcqcn[" + std::to_string(i) + "]", error)) {
+      return nullptr;
+    }
+  }
+  std::vector<std::string> all_gpus;
+  for (const auto& g : sc.topology.gpus()) all_gpus.push_back(g.id());
+  for (int i = 0; i < s.jobs_size(); ++i) {
+    const auto& j = s.jobs(i);
+    JobSpec js;
+    js.id = j.id().empty() ? "job" + std::to_string(i) : j.id();
+    js.tenant = j.tenant();
+    ParseCollective(j.collective(), &js.collective);
+    js.ranks.assign(j.ranks().begin(), j.ranks().end());
+    if (js.ranks.empty()) {
+      size_t n = all_gpus.size();
+      if (j.rank_count() > 0) n = std::min(n, static_cast<size_t>(j.rank_count()));
+      js.ranks.assign(all_gpus.begin(), all_gpus.begin() + static_cast<long>(n));
+    }
+    if (j.message_bytes() > 0) js.message_bytes = j.message_bytes();
+    if (j.qps_per_connection() > 0) js.qps_per_connection = j.qps_per_connection();
+    js.iterations = j.iterations();
+    js.compute_gap_ns = j.compute_gap_ns();
+    js.start_ns = j.start_ns();
+    if (j.priority() > 0) js.priority = j.priority();
+    js.color = j.color();
+    if (!j.max_rate().empty()) {
+      int64_t bps = 0;
+      if (!ParseBitRate(j.max_rate(), &bps)) {
+        *error = "jobs[" + std::to_string(i) + "].max_rate: not a bit rate";
+        return nullptr;
+      }
+      js.max_rate_bps = static_cast<double>(bps);
+    }
+    std::string err;
+    if (fab->AddJob(js, &err) < 0) {
+      *error = "jobs[" + std::to_string(i) + "]: " + err;
+      return nullptr;
+    }
+  }
+  for (int i = 0; i < s.faults_size(); ++i) {
+    const auto& f = s.faults(i);
+    FaultSpec fs;
+    ParseFaultKind(f.kind(), &fs.kind);
+    fs.at_ns = f.at_ns();
+    fs.target = f.target();
+    if (f.capacity_factor() > 0) fs.capacity_factor = f.capacity_factor();
+    fs.error_rate = f.error_rate();
+    if (f.priority() > 0) fs.priority = f.priority();
+    fs.period_ns = f.period_ns();
+    if (f.count() > 0) fs.count = f.count();
+    if (!Check(fab->ScheduleFault(fs), "faults[" + std::to_string(i) + "]", error)) return nullptr;
+  }
+  return fab;
+}
+
+}  // namespace loom::sim

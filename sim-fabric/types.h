@@ -1,0 +1,202 @@
+// Configuration and counter types of the fabric emulator's in-process interface.
+//
+// Plain structs, no behaviour. Counters use the names telemetry will stream
+// (OpenConfig interfaces/qos, SAI PFC and PFC-watchdog, mlx5 NIC counters);
+// the comment on each field gives the name it maps to.
+#ifndef LOOM_SIM_FABRIC_TYPES_H_
+#define LOOM_SIM_FABRIC_TYPES_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "sim-fabric/dcqcn.h"
+
+namespace loom::sim {
+
+constexpr int kPriorities = 8;
+
+// ---------------------------------------------------------------- configuration
+
+// WRED/ECN marking on an egress queue: p = 0 below kmin, Pmax (q-kmin)/(kmax-kmin)
+// between, 1 above kmax.
+struct EcnConfig {
+  bool enabled = true;
+  double kmin_bytes = 0;  // 0 = default for the port speed (100 KB per 100 Gb/s)
+  double kmax_bytes = 0;  // 0 = default for the port speed (400 KB per 100 Gb/s)
+  double pmax = 0.2;
+};
+
+// PFC on a switch (per ingress port and priority accounting).
+struct PfcConfig {
+  bool enabled = true;
+  uint8_t lossless_mask = 1u << 3;  // priorities that are lossless
+  double xoff_bytes = 0;            // static threshold; 0 = 1.25 x Kmax of the port
+  double xon_bytes = 0;             // 0 = xoff - 4 x MTU
+  double dynamic_alpha = 0;         // > 0: xoff = alpha x free shared buffer
+  double headroom_bytes = 0;        // 0 = auto: 2 x BDP + one engine step + 2 MTU
+  uint16_t quanta = 65535;          // pause time in 512-bit quanta
+};
+
+enum class WatchdogAction { kDrop, kForward };
+
+// PFC watchdog (SONiC semantics): poll, detection, restoration.
+struct WatchdogConfig {
+  bool enabled = false;
+  TimeNs poll_ns = 100 * kNsPerMs;
+  TimeNs detection_ns = 200 * kNsPerMs;
+  TimeNs restoration_ns = 200 * kNsPerMs;
+  WatchdogAction action = WatchdogAction::kDrop;
+};
+
+enum class ForwardingMode {
+  kStaticHash,    // 5-tuple hash (optionally weighted per destination)
+  kDlbFlowlet,    // DLB: best-quality member at each flowlet boundary
+  kDlbPerPacket,  // DLB: packets sprayed over members, quality-weighted
+  kAlb,           // ALB: fixed bucket table per group, hash -> bucket -> member
+};
+const char* ForwardingModeName(ForwardingMode m);
+bool ParseForwardingMode(const std::string& s, ForwardingMode* m);
+
+// DLB profile: flowlet timer and quality quantization.
+struct DlbProfile {
+  TimeNs inactivity_ns = 256 * kNsPerUs;
+  TimeNs sample_ns = 16 * kNsPerUs;     // quality sampling / spray re-weighting period
+  TimeNs load_ewma_ns = 64 * kNsPerUs;  // time constant of the port-load average
+  double load_weight = 0.5;             // weight of the load band vs the queue band
+  double queue_band_bytes = 64e3;       // queue depth per quality band
+};
+
+// Per-switch settings.
+struct SwitchConfig {
+  double buffer_bytes = 64e6;
+  std::array<EcnConfig, kPriorities> ecn{};
+  PfcConfig pfc;
+  WatchdogConfig watchdog;
+  ForwardingMode mode = ForwardingMode::kStaticHash;
+  bool hash_dest_qp = false;  // include RoCE BTH dest QP in the hash (entropy)
+  uint8_t spray_mask = 0;     // selective spraying: these priorities use per-packet DLB
+  DlbProfile dlb;
+  double lossy_alpha = 1.0;  // lossy queue limit: alpha x free shared buffer
+};
+
+// A path color on a switch: the egress interfaces its traffic may use, and the
+// color to fall back to when none of them is live (0 = none: use every member).
+struct ColorConfig {
+  std::vector<std::string> interfaces;
+  uint32_t backup_color = 0;
+};
+
+// ---------------------------------------------------------------- workloads
+
+enum class Collective {
+  kRingAllReduce,
+  kTreeAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kIncast,        // ranks[1..] -> ranks[0]
+  kPermutation,   // each rank sends to a seeded random other rank
+  kPointToPoint,  // ranks[2i] -> ranks[2i+1]
+};
+const char* CollectiveName(Collective c);
+bool ParseCollective(const std::string& s, Collective* c);
+
+struct JobSpec {
+  std::string id;
+  std::string tenant;
+  Collective collective = Collective::kRingAllReduce;
+  std::vector<std::string> ranks;  // GPU (or NIC) ids
+  double message_bytes = 64e6;     // per-rank buffer (all-reduce) / per-flow size (p2p, incast)
+  int qps_per_connection = 1;
+  int iterations = 1;         // 0 = repeat until the run ends
+  TimeNs compute_gap_ns = 0;  // idle time between iterations
+  TimeNs start_ns = 0;
+  int priority = 3;
+  uint32_t color = 0;       // path color of the job's traffic (0 = uncolored)
+  double max_rate_bps = 0;  // application rate cap per connection (0 = none)
+};
+
+struct JobStatus {
+  std::string id, tenant;
+  int iterations_done = 0;
+  bool done = false;
+  TimeNs start_ns = -1, end_ns = -1;
+  std::vector<TimeNs> collective_ns;  // completion time of each iteration
+};
+
+// ---------------------------------------------------------------- counters
+
+// /interfaces/interface[name]/state[/counters]
+struct InterfaceCounters {
+  uint64_t in_octets = 0, out_octets = 0, in_pkts = 0, out_pkts = 0;
+  uint64_t in_discards = 0, out_discards = 0, in_errors = 0, out_errors = 0;
+  bool oper_up = true;  // oper-status UP/DOWN
+  uint64_t carrier_transitions = 0;
+  double capacity_bps = 0;  // current (possibly degraded) speed
+};
+
+// /qos/interfaces/interface/output/queues/queue[name]/state + SAI queue stats.
+struct QueueCounters {
+  uint64_t transmit_pkts = 0, transmit_octets = 0;
+  uint64_t dropped_pkts = 0, dropped_octets = 0;
+  uint64_t ecn_marked_pkts = 0, ecn_marked_octets = 0;  // SAI_QUEUE_STAT_WRED_ECN_MARKED_*
+  uint64_t current_depth_bytes = 0;                     // SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES
+  uint64_t watermark_bytes = 0;                         // SAI_QUEUE_STAT_WATERMARK_BYTES
+};
+
+// SAI_PORT_STAT_PFC_n_{RX,TX}_PKTS and _PAUSE_DURATION_US for one priority.
+struct PfcCounters {
+  uint64_t rx_pkts = 0, tx_pkts = 0;
+  uint64_t rx_pause_duration_us = 0, tx_pause_duration_us = 0;
+  bool paused = false;     // the egress queue is paused by the peer now
+  bool xoff_sent = false;  // this ingress is asserting pause now
+};
+
+enum class WatchdogState { kOperational, kStormed };
+
+// PFC watchdog per queue (SONiC PFC_WD_QUEUE_STATS_*).
+struct WatchdogCounters {
+  WatchdogState state = WatchdogState::kOperational;
+  uint64_t deadlock_detected = 0, deadlock_restored = 0;
+};
+
+// mlx5 ethtool / RDMA hw counters of one NIC.
+struct NicCounters {
+  uint64_t np_cnp_sent = 0;
+  uint64_t np_ecn_marked_roce_packets = 0;
+  uint64_t rp_cnp_handled = 0;
+  uint64_t rp_cnp_ignored = 0;
+  uint64_t out_of_sequence = 0;
+  uint64_t tx_bytes = 0, rx_bytes = 0;
+  uint64_t tx_pause_storm_warning_events = 0;
+};
+
+struct AlbBucketCounters {
+  std::string member;  // egress interface
+  uint64_t bytes = 0, pkts = 0;
+};
+
+// A QP as observed from outside.
+struct QpInfo {
+  int id = 0;
+  std::string job, src_nic, dst_nic;
+  uint32_t dest_qp = 0;
+  int priority = 0;
+  double rate_bps = 0;    // DCQCN current rate RC
+  double target_bps = 0;  // RT
+  double alpha = 0;
+  double send_bps = 0;  // what it actually sent in the last step
+  double sent_bytes = 0, delivered_bytes = 0;
+  uint64_t cnps = 0;
+  // Egress interfaces "device:interface" of its (first) path.
+  std::vector<std::string> path;
+  int subflows = 1;
+};
+
+}  // namespace loom::sim
+
+#endif  // LOOM_SIM_FABRIC_TYPES_H_

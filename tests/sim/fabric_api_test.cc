@@ -1,0 +1,197 @@
+// The engine's in-process counter/config interface, workloads and faults.
+#include "sim-fabric/fabric.h"
+#include "sim-fabric/scenario.h"
+#include "tests/sim/sim_test_util.h"
+
+namespace loom::sim {
+namespace {
+
+using testing::Clos;
+using testing::IfaceTo;
+using testing::Make;
+using testing::Nic;
+using testing::OutOctets;
+
+TEST(FabricApi, SingleFlowRunsAtLineRateAndCountersAddUp) {
+  auto topo = Clos(2, 2, 2, 100e9, 100e9);
+  auto f = Make(topo, FabricOptions{});
+  const int q = f->AddFlow(Nic(0), Nic(2), 10e6);
+  ASSERT_GE(q, 0);
+  f->RunUntil(2 * kNsPerMs);
+  const QpInfo info = f->GetQp(q);
+  EXPECT_NEAR(info.delivered_bytes, 10e6, 1);
+  // 10 MB at 100 Gb/s = 800 us (+ a few us of pipeline).
+  InterfaceCounters nic;
+  ASSERT_TRUE(f->GetInterfaceCounters(Nic(0), "eth0", &nic).ok());
+  EXPECT_NEAR(static_cast<double>(nic.out_octets), 10e6, 1);
+  EXPECT_EQ(nic.out_pkts, static_cast<uint64_t>(10e6 / 4096 + 0.5));
+  NicCounters rx;
+  ASSERT_TRUE(f->GetNicCounters(Nic(2), &rx).ok());
+  EXPECT_NEAR(static_cast<double>(rx.rx_bytes), 10e6, 1);
+  EXPECT_EQ(f->GetInterfaceCounters("nope", "eth0", &nic).code(), StatusCode::kNotFound);
+}
+
+TEST(FabricApi, RingAllReduceCompletesNearBandwidthBound) {
+  auto topo = Clos(2, 2, 2, 100e9, 100e9);
+  auto f = Make(topo, FabricOptions{});
+  JobSpec j;
+  j.id = "ar";
+  for (int i = 0; i < 4; ++i) j.ranks.push_back("host00" + std::to_string(i) + "-gpu0");
+  j.message_bytes = 40e6;
+  j.iterations = 2;
+  j.compute_gap_ns = 100 * kNsPerUs;
+  std::string err;
+  ASSERT_EQ(f->AddJob(j, &err), 0) << err;
+  ASSERT_TRUE(f->RunUntilJobsDone(50 * kNsPerMs));
+  JobStatus st = f->GetJob(0);
+  ASSERT_EQ(st.collective_ns.size(), 2u);
+  // Each rank sends 2 (n-1)/n S = 60 MB at 100 Gb/s: 4.8 ms lower bound.
+  for (TimeNs t : st.collective_ns) {
+    EXPECT_GE(t, 4.8 * kNsPerMs);
+    EXPECT_LT(t, 6.0 * kNsPerMs);
+  }
+}
+
+TEST(FabricApi, EveryCollectiveFinishes) {
+  auto topo = Clos(2, 2, 4, 100e9, 100e9);
+  for (Collective c : {Collective::kRingAllReduce, Collective::kTreeAllReduce,
+                       Collective::kAllGather, Collective::kReduceScatter, Collective::kAllToAll,
+                       Collective::kIncast, Collective::kPermutation, Collective::kPointToPoint}) {
+    auto f = Make(topo, FabricOptions{});
+    JobSpec j;
+    j.id = CollectiveName(c);
+    j.collective = c;
+    for (int i = 0; i < 8; ++i) j.ranks.push_back("host00" + std::to_string(i) + "-gpu0");
+    j.message_bytes = 4e6;
+    j.qps_per_connection = 2;
+    std::string err;
+    ASSERT_EQ(f->AddJob(j, &err), 0) << err;
+    EXPECT_TRUE(f->RunUntilJobsDone(50 * kNsPerMs)) << j.id;
+  }
+}
+
+TEST(FabricApi, LinkDownReroutesAndCountsCarrierTransitions) {
+  auto topo = Clos(2, 2, 1, 100e9, 100e9);
+  auto f = Make(topo, FabricOptions{});
+  const int q = f->AddFlow(Nic(0), Nic(1), 0);
+  f->Step();
+  const std::string up0 = IfaceTo(topo, "leaf0", "spine0"), up1 = IfaceTo(topo, "leaf0", "spine1");
+  const std::string used = f->GetQp(q).path[1];
+  const std::string link = used == "leaf0:" + up0 ? topo.links(0).id() : "";
+  std::string link_id;
+  for (const auto& l : topo.links()) {
+    if ("leaf0:" + l.a().interface() == used && l.a().device() == "leaf0") link_id = l.id();
+  }
+  ASSERT_FALSE(link_id.empty());
+  ASSERT_TRUE(f->SetLinkUp(link_id, false).ok());
+  f->RunUntil(kNsPerMs);
+  EXPECT_NE(f->GetQp(q).path[1], used);
+  InterfaceCounters c;
+  ASSERT_TRUE(f->GetInterfaceCounters("leaf0", used.substr(6), &c).ok());
+  EXPECT_FALSE(c.oper_up);
+  EXPECT_EQ(c.carrier_transitions, 1u);
+  const double d0 = f->GetQp(q).delivered_bytes;
+  f->RunUntil(2 * kNsPerMs);
+  EXPECT_NEAR((f->GetQp(q).delivered_bytes - d0) * 8 / 1e-3, 100e9, 1e9);
+}
+
+// Colors: traffic of color 10 may only use leaf0 -> spine1; when that link
+// fails it falls back to the backup color 20 (leaf0 -> spine0).
+TEST(FabricApi, ColorsPinTrafficAndFallBackToBackup) {
+  auto topo = Clos(2, 2, 4, 100e9, 100e9);
+  auto f = Make(topo, FabricOptions{});
+  const std::string s0 = IfaceTo(topo, "leaf0", "spine0"), s1 = IfaceTo(topo, "leaf0", "spine1");
+  ASSERT_TRUE(f->SetColor("leaf0", 10, {{s1}, 20}).ok());
+  ASSERT_TRUE(f->SetColor("leaf0", 20, {{s0}, 0}).ok());
+  std::vector<int> qps;
+  for (int i = 0; i < 4; ++i) qps.push_back(f->AddFlow(Nic(i), Nic(4 + i), 0, 3, 0, 0, 10));
+  f->Step();
+  for (int q : qps) EXPECT_EQ(f->GetQp(q).path[1], "leaf0:" + s1);
+  std::string link;
+  for (const auto& l : topo.links()) {
+    if (l.a().device() == "leaf0" && l.a().interface() == s1) link = l.id();
+  }
+  ASSERT_TRUE(f->SetLinkUp(link, false).ok());
+  f->Step();
+  for (int q : qps) EXPECT_EQ(f->GetQp(q).path[1], "leaf0:" + s0);
+}
+
+// Weighted ECMP (GLB): weight 0 on one member removes it; ALB tables count per bucket.
+TEST(FabricApi, WeightsAndAlbBucketTables) {
+  auto topo = Clos(2, 2, 8, 100e9, 400e9);
+  auto f = Make(topo, FabricOptions{});
+  const std::string s0 = IfaceTo(topo, "leaf0", "spine0"), s1 = IfaceTo(topo, "leaf0", "spine1");
+  ASSERT_TRUE(f->SetEcmpWeights("leaf0", "leaf1", {{s0, 0}, {s1, 1}}).ok());
+  std::vector<int> qps;
+  for (int i = 0; i < 8; ++i) qps.push_back(f->AddFlow(Nic(i), Nic(8 + i), 0));
+  f->Step();
+  for (int q : qps) EXPECT_EQ(f->GetQp(q).path[1], "leaf0:" + s1);
+  // ALB: 16 buckets, all pointing to spine0.
+  ASSERT_TRUE(f->SetAlbTable("leaf0", "leaf1", std::vector<std::string>(16, s0)).ok());
+  f->RunUntil(100 * kNsPerUs);
+  for (int q : qps) EXPECT_EQ(f->GetQp(q).path[1], "leaf0:" + s0);
+  std::vector<AlbBucketCounters> b;
+  ASSERT_TRUE(f->GetAlbCounters("leaf0", "leaf1", &b).ok());
+  ASSERT_EQ(b.size(), 16u);
+  uint64_t total = 0;
+  for (const auto& x : b) total += x.bytes;
+  EXPECT_GT(total, 0u);
+  // Replacing the table at run time moves the buckets.
+  ASSERT_TRUE(f->SetAlbTable("leaf0", "leaf1", std::vector<std::string>(16, s1)).ok());
+  f->Step();
+  for (int q : qps) EXPECT_EQ(f->GetQp(q).path[1], "leaf0:" + s1);
+}
+
+// Per-packet spraying splits a QP over every uplink and counts reordering.
+TEST(FabricApi, PerPacketSprayingUsesAllUplinks) {
+  auto topo = Clos(2, 4, 2, 400e9, 100e9);
+  auto f = Make(topo, FabricOptions{});
+  ASSERT_TRUE(f->SetSprayPriorities("leaf0", 1u << 3).ok());
+  const int q = f->AddFlow(Nic(0), Nic(2), 0);
+  f->RunUntil(2 * kNsPerMs);
+  EXPECT_EQ(f->GetQp(q).subflows, 4);
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_GT(OutOctets(*f, "leaf0", IfaceTo(topo, "leaf0", "spine" + std::to_string(s))), 0);
+  }
+  // Four 100G paths carry one 400G QP.
+  EXPECT_GT(f->GetQp(q).delivered_bytes * 8 / 2e-3, 350e9);
+}
+
+TEST(FabricApi, DegradedLinkLowersCapacityAndCountsErrors) {
+  auto topo = Clos(1, 1, 2, 100e9, 100e9);
+  auto f = Make(topo, FabricOptions{});
+  const std::string link = topo.links(1).id();  // a NIC link
+  ASSERT_TRUE(f->DegradeLink(topo.links(topo.links_size() - 1).id(), 0.5, 0.01).ok());
+  f->AddFlow(Nic(0), Nic(1), 0);
+  f->RunUntil(2 * kNsPerMs);
+  InterfaceCounters c;
+  ASSERT_TRUE(f->GetInterfaceCounters("leaf0", IfaceTo(topo, "leaf0", Nic(1)), &c).ok());
+  EXPECT_DOUBLE_EQ(c.capacity_bps, 50e9);
+  InterfaceCounters rx;
+  ASSERT_TRUE(f->GetInterfaceCounters(Nic(1), "eth0", &rx).ok());
+  EXPECT_GT(rx.in_errors, 0u);
+  (void)link;
+}
+
+TEST(Scenario, ExampleScenarioLoadsAndRuns) {
+  LoadedScenario sc;
+  std::string err;
+  ASSERT_TRUE(LoadScenarioFile(
+      std::string(LOOM_SOURCE_DIR) + "/sim-fabric/examples/small-allreduce.json", &sc, &err))
+      << err;
+  auto f = BuildScenarioFabric(sc, &err);
+  ASSERT_NE(f, nullptr) << err;
+  EXPECT_TRUE(f->RunUntilJobsDone(sc.duration_ns));
+  EXPECT_EQ(f->job_count(), 2);
+}
+
+TEST(Scenario, BadScenarioNamesTheField) {
+  LoadedScenario sc;
+  std::string err;
+  EXPECT_FALSE(ParseScenarioJson(R"({"rail": {"hosts": 2}, "jobs": [{"collective": "nope"}]})", ".",
+                                 &sc, &err));
+  EXPECT_NE(err.find("jobs[0].collective"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace loom::sim
