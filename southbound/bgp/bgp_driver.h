@@ -23,8 +23,6 @@
 #ifndef LOOM_SOUTHBOUND_BGP_BGP_DRIVER_H_
 #define LOOM_SOUTHBOUND_BGP_BGP_DRIVER_H_
 
-// Boost 1.74 Asio needs <utility> before it under C++20.
-#include <boost/asio.hpp>
 #include <map>
 #include <memory>
 #include <set>
@@ -32,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "southbound/bgp/asio.h"
 #include "southbound/bgp/speaker.h"
 #include "southbound/wire/driver.h"
 

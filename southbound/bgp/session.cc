@@ -97,6 +97,13 @@ void Session::Stop() {
   handler_ = nullptr;
 }
 
+void Session::Abort() {
+  started_ = false;
+  handler_ = nullptr;
+  idle_timer_.cancel();
+  Drop("aborted", false);
+}
+
 void Session::Reset(uint8_t code, uint8_t subcode) {
   if (socket_ && state_ >= SessionState::kOpenSent) {
     SendNotification(code, subcode, {}, "reset");

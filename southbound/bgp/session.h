@@ -13,9 +13,7 @@
 #ifndef LOOM_SOUTHBOUND_BGP_SESSION_H_
 #define LOOM_SOUTHBOUND_BGP_SESSION_H_
 
-// Boost 1.74 Asio needs <utility> before it under C++20.
 #include <array>
-#include <boost/asio.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -27,6 +25,7 @@
 #include <string>
 #include <utility>
 
+#include "southbound/bgp/asio.h"
 #include "southbound/bgp/codec.h"
 
 namespace loom::southbound::bgp {
@@ -129,6 +128,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Calls `cb` once everything queued so far is written to the socket (or
   // the session went down).
   void OnDrained(std::function<void()> cb);
+  // Closes the connection without a NOTIFICATION and detaches the handler,
+  // as a crash would (peers keep routes per graceful restart).
+  void Abort();
   // Sends a NOTIFICATION and drops the session (used for admin resets).
   void Reset(uint8_t code, uint8_t subcode);
 

@@ -16,8 +16,10 @@ Speaker::Speaker(asio::io_context& io, SpeakerConfig config)
 
 Speaker::~Speaker() {
   *alive_ = false;
+  // No NOTIFICATION: a restarting Loom relies on its peers' graceful
+  // restart; Shutdown() is the orderly way out.
   for (auto& [name, p] : peers_) {
-    p->session->Stop();
+    p->session->Abort();
     if (p->stale_timer) p->stale_timer->cancel();
   }
   if (acceptor_) {

@@ -13,8 +13,6 @@
 #ifndef LOOM_SOUTHBOUND_BGP_SPEAKER_H_
 #define LOOM_SOUTHBOUND_BGP_SPEAKER_H_
 
-// Boost 1.74 Asio needs <utility> before it under C++20.
-#include <boost/asio.hpp>
 #include <functional>
 #include <map>
 #include <memory>
@@ -23,6 +21,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "southbound/bgp/asio.h"
 #include "southbound/bgp/dpf.h"
 #include "southbound/bgp/session.h"
 

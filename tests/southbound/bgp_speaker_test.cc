@@ -1,0 +1,384 @@
+// Speaker-to-speaker tests over loopback: FSM, capability negotiation,
+// BGP-DPF export per fabric color, withdraw/recolor, graceful restart helper,
+// DPF receiver, BgpDriver. Sessions use ephemeral ports; the io_context is
+// run until a condition holds (bounded), never slept on.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+
+#include "southbound/bgp/bgp_driver.h"
+#include "southbound/bgp/dpf.h"
+#include "southbound/bgp/speaker.h"
+
+namespace loom::southbound::bgp {
+namespace {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+
+Prefix P(const char* s) { return *Prefix::Parse(s); }
+
+OriginatedRoute R(Prefix p, uint32_t color, uint32_t backup) {
+  OriginatedRoute r;
+  r.prefix = p;
+  r.color = color;
+  r.backup_color = backup;
+  return r;
+}
+
+// Runs `io` until `pred` holds; false after a 10 s safety bound.
+bool RunUntil(asio::io_context& io, const std::function<bool()>& pred) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    io.restart();
+    io.run_for(milliseconds(5));
+  }
+  return true;
+}
+
+PeerConfig Peer(const std::string& name, uint32_t local_as, uint32_t peer_as, uint16_t port,
+                bool passive) {
+  PeerConfig p;
+  p.name = name;
+  p.local_as = local_as;
+  p.peer_as = peer_as;
+  p.peer_address = "127.0.0.1";
+  p.peer_port = port;
+  p.passive = passive;
+  p.hold_time_s = 9;
+  p.connect_retry = milliseconds(200);
+  p.idle_hold = milliseconds(50);
+  p.next_hop = "198.18.0.1";
+  p.restart_time_s = 5;
+  return p;
+}
+
+// Loom (active, AS 4200000001 to exercise 4-octet AS) and a leaf (passive
+// listener) that records what it receives in a DpfReceiver.
+struct Pair {
+  asio::io_context io;
+  Speaker leaf{io, SpeakerConfig{0x0a000002, "127.0.0.1", 0, false}};
+  std::unique_ptr<Speaker> loom;
+  DpfReceiver receiver;
+
+  explicit Pair(uint32_t fabric_color = 0, bool restarting = false) {
+    EXPECT_TRUE(leaf.Start().ok());
+    leaf.AddRouteListener([this](const Session& s, const Prefix& p, const PathAttributes* a) {
+      receiver.Update(s.config().name, s.config().fabric_color, s.config().via, p, a);
+    });
+    PeerConfig lp = Peer("loom", 65001, 4200000001u, 0, true);
+    lp.fabric_color = fabric_color;
+    lp.via = "spine1";
+    EXPECT_TRUE(leaf.AddPeer(lp).ok());
+    StartLoom(fabric_color, restarting);
+  }
+  void StartLoom(uint32_t fabric_color, bool restarting) {
+    loom = std::make_unique<Speaker>(io, SpeakerConfig{0x0a000001, "127.0.0.1", -1, restarting});
+    EXPECT_TRUE(loom->Start().ok());
+    PeerConfig p = Peer("leaf1", 4200000001u, 65001, leaf.listen_port(), false);
+    p.device = "leaf1";
+    p.fabric_color = fabric_color;
+    p.via = "spine1";
+    EXPECT_TRUE(loom->AddPeer(p).ok());
+  }
+  bool Established() {
+    auto* a = loom->FindSession("leaf1");
+    auto* b = leaf.FindSession("loom");
+    return a && b && a->state() == SessionState::kEstablished &&
+           b->state() == SessionState::kEstablished;
+  }
+  const std::map<Prefix, ReceivedRoute>& Rib() { return *leaf.AdjRibIn("loom"); }
+};
+
+TEST(SpeakerTest, EstablishesWithFourOctetAsAndGracefulRestart) {
+  Pair t;
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+  const Session* s = t.leaf.FindSession("loom");
+  EXPECT_EQ(s->peer_open().Asn(), 4200000001u);
+  EXPECT_EQ(s->peer_open().my_as_field, kAsTrans);
+  EXPECT_TRUE(s->codec_options().four_octet_as);
+  EXPECT_TRUE(s->PeerSupportsGracefulRestart());
+  EXPECT_EQ(s->hold_time_s(), 9);
+  EXPECT_EQ(s->counters().established_transitions, 1u);
+  // Both sent End-of-RIB for IPv4 and IPv6.
+  ASSERT_TRUE(RunUntil(t.io, [&] { return s->counters().end_of_rib_in == 2; }));
+}
+
+TEST(SpeakerTest, WrongPeerAsGetsOpenErrorBadPeerAs) {
+  asio::io_context io;
+  Speaker leaf(io, SpeakerConfig{0x0a000002, "127.0.0.1", 0, false});
+  ASSERT_TRUE(leaf.Start().ok());
+  ASSERT_TRUE(leaf.AddPeer(Peer("loom", 65001, 65099, 0, true)).ok());
+  Speaker loom(io, SpeakerConfig{0x0a000001, "127.0.0.1", -1, false});
+  ASSERT_TRUE(loom.AddPeer(Peer("leaf1", 65000, 65001, leaf.listen_port(), false)).ok());
+  const Session* s = loom.FindSession("leaf1");
+  ASSERT_TRUE(RunUntil(io, [&] { return s->counters().notifications_received[err::kOpen] > 0; }));
+  EXPECT_EQ(leaf.FindSession("loom")->counters().notifications_sent[err::kOpen], 1u);
+  EXPECT_NE(s->state(), SessionState::kEstablished);
+  EXPECT_NE(s->last_error().find("notification received 2/2"), std::string::npos)
+      << s->last_error();
+}
+
+TEST(SpeakerTest, ColoredRoutesAdvertiseWithdrawAndRecolor) {
+  Pair t(/*fabric_color=*/10);
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+  OriginatedRoute r1 = R(P("198.18.1.7/32"), 10, 20);
+  OriginatedRoute r2 = R(P("198.18.1.8/32"), 20, 10);  // Backup on color 10.
+  OriginatedRoute r3 = R(P("198.18.1.9/32"), 30, 0);   // Other color: not sent.
+  OriginatedRoute r4 = R(P("198.18.1.10/32"), 0, 0);   // Uncolored: sent.
+  r1.large_communities.push_back({4200000001u, 1, 3});
+  t.loom->SetRoutes("leaf1", {r1, r2, r3, r4});
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 3; }));
+  const PathAttributes& a1 = t.Rib().at(r1.prefix).attrs;
+  EXPECT_EQ(a1.Color(), 10u);
+  EXPECT_EQ(a1.aigp, 0u);
+  EXPECT_EQ(Ipv4ToString(*a1.next_hop), "198.18.0.1");
+  EXPECT_EQ(a1.as_path[0].asns, std::vector<uint32_t>{4200000001u});
+  EXPECT_EQ(a1.large_communities, r1.large_communities);
+  const PathAttributes& a2 = t.Rib().at(r2.prefix).attrs;
+  EXPECT_EQ(a2.Color(), 10u);
+  EXPECT_EQ(a2.aigp, kDefaultBackupAigp);
+  EXPECT_EQ(t.Rib().at(r4.prefix).attrs.Color(), 0u);
+  EXPECT_FALSE(t.Rib().count(r3.prefix));
+
+  // Job release withdraws; recolor to a color the session lacks withdraws.
+  t.loom->SetRoutes("leaf1", {R(P("198.18.1.7/32"), 30, 0), r4});
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 1; }));
+  EXPECT_TRUE(t.Rib().count(r4.prefix));
+  // Recolor to this session's color announces with the new color.
+  t.loom->SetRoutes("leaf1", {R(P("198.18.1.9/32"), 10, 0), r4});
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().count(P("198.18.1.9/32")) == 1; }));
+  EXPECT_EQ(t.Rib().at(P("198.18.1.9/32")).attrs.Color(), 10u);
+  const SessionCounters& c = t.loom->FindSession("leaf1")->counters();
+  EXPECT_EQ(c.prefixes_withdrawn_out, 2u);
+  EXPECT_GE(c.messages_out[static_cast<size_t>(MessageType::kUpdate)], 4u);
+}
+
+TEST(SpeakerTest, RoutesForOtherDevicesAreNotSent) {
+  Pair t;
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+  t.loom->SetRoutes("leaf2", {R(P("198.18.2.1/32"), 0, 0)});
+  t.loom->SetRoutes("", {R(P("198.18.9.9/32"), 0, 0)});
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 1; }));
+  EXPECT_TRUE(t.Rib().count(P("198.18.9.9/32")));
+}
+
+TEST(SpeakerTest, LinkBandwidthPerViaAndIpv6) {
+  Pair t;
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+  OriginatedRoute r = R(P("2001:db8:7::/48"), 5, 0);
+  r.bandwidth_by_via = {{"spine1", 3e9f}, {"spine2", 1e9f}};
+  OriginatedRoute gone = R(P("198.18.3.3/32"), 0, 0);
+  gone.bandwidth_by_via = {{"spine2", 1e9f}};  // Weight 0 via spine1.
+  t.loom->SetRoutes("leaf1", {r, gone});
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 1; }));
+  const PathAttributes& a = t.Rib().at(r.prefix).attrs;
+  EXPECT_FLOAT_EQ(*a.LinkBandwidth(), 3e9f);
+  EXPECT_EQ(a.mp_next_hop.size(), 16u);
+  auto table = t.receiver.Lookup(r.prefix);
+  ASSERT_TRUE(table);
+  EXPECT_EQ(table->preferred_color, 5u);
+  EXPECT_DOUBLE_EQ(table->colors[0].members[0].weight, 3e9);
+  EXPECT_EQ(table->colors[0].members[0].neighbor, "spine1");
+}
+
+TEST(SpeakerTest, GracefulRestartHelperKeepsStaleRoutesUntilEndOfRib) {
+  Pair t;
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+  OriginatedRoute keep = R(P("198.18.1.1/32"), 0, 0);
+  OriginatedRoute drop = R(P("198.18.1.2/32"), 0, 0);
+  t.loom->SetRoutes("leaf1", {keep, drop});
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 2; }));
+  int withdrawals = 0;
+  t.leaf.AddRouteListener([&](const Session&, const Prefix&, const PathAttributes* a) {
+    if (!a) ++withdrawals;
+  });
+  // Loom's process "dies" (sockets close without NOTIFICATION): destroy the
+  // speaker without Shutdown. Sessions close their sockets in destructors.
+  t.loom.reset();
+  ASSERT_TRUE(RunUntil(
+      t.io, [&] { return t.leaf.FindSession("loom")->state() != SessionState::kEstablished; }));
+  EXPECT_EQ(t.Rib().size(), 2u);
+  EXPECT_TRUE(t.Rib().at(keep.prefix).stale);
+  // Loom comes back restarting, re-originates only `keep`, then End-of-RIB.
+  t.StartLoom(0, /*restarting=*/true);
+  t.loom->SetRoutes("leaf1", {keep});
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+  ASSERT_TRUE(RunUntil(t.io, [&] { return !t.Rib().at(keep.prefix).stale; }));
+  EXPECT_EQ(t.Rib().size(), 2u);  // Still stale until End-of-RIB.
+  auto* s = t.leaf.FindSession("loom");
+  EXPECT_TRUE(s->peer_open().caps.graceful_restart->restart_state);
+  t.loom->MarkRibReady();
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 1; }));
+  EXPECT_EQ(withdrawals, 1);
+  EXPECT_EQ(s->counters().flaps, 1u);
+}
+
+TEST(SpeakerTest, NotificationDropsRoutesImmediately) {
+  Pair t;
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+  t.loom->SetRoutes("leaf1", {R(P("198.18.1.1/32"), 0, 0)});
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 1; }));
+  t.loom->Shutdown();  // Cease: no graceful restart retention.
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().empty(); }));
+  EXPECT_EQ(t.leaf.FindSession("loom")->counters().notifications_received[err::kCease], 1u);
+}
+
+TEST(SpeakerTest, MalformedUpdateIsTreatAsWithdrawAndSessionStays) {
+  Pair t;
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+  t.loom->SetRoutes("leaf1", {R(P("10.1.2.0/24"), 0, 0)});
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 1; }));
+  // Bad ORIGIN value for 10.1.2.0/24 sent raw by Loom's session.
+  Bytes b(16, 0xff);
+  Bytes body = {0, 0, 0, 14, 0x40, 1, 1, 9, 0x40, 2, 0, 0x40, 3, 4, 198, 18, 0, 1, 24, 10, 1, 2};
+  b.push_back(0);
+  b.push_back(static_cast<uint8_t>(19 + body.size()));
+  b.push_back(2);
+  b.insert(b.end(), body.begin(), body.end());
+  const_cast<Session*>(t.loom->FindSession("leaf1"))->SendRaw(b);
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().empty(); }));
+  const Session* s = t.leaf.FindSession("loom");
+  EXPECT_EQ(s->counters().treat_as_withdraw, 1u);
+  EXPECT_EQ(s->state(), SessionState::kEstablished);
+}
+
+TEST(DpfExportTest, PrimaryBackupAndUncoloredSessions) {
+  OriginatedRoute r = R(P("198.18.1.7/32"), 1, 2);
+  ExportContext red{65000, 1, true, {198, 18, 0, 1}, {}, ""};
+  ExportContext blue = red;
+  blue.fabric_color = 2;
+  ExportContext green = red;
+  green.fabric_color = 3;
+  ExportContext none = red;
+  none.fabric_color = 0;
+  auto a = DpfExport(r, red);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->Color(), 1u);
+  EXPECT_EQ(a->aigp, 0u);
+  a = DpfExport(r, blue);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->Color(), 2u);
+  EXPECT_EQ(a->aigp, kDefaultBackupAigp);
+  EXPECT_FALSE(DpfExport(r, green));
+  a = DpfExport(r, none);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->Color(), 1u);
+}
+
+//   leaf ── red session (spine1) ── route color 1, AIGP 0
+//        └─ blue session (spine2) ─ route color 2 (backup), AIGP 1000
+//        └─ green session (spine3) ─ route color 1 (hidden: color mismatch)
+TEST(DpfReceiverTest, PrefersLowestAigpColorAndHidesMismatchedColors) {
+  DpfReceiver rx;
+  Prefix p = P("198.18.1.7/32");
+  PathAttributes primary;
+  primary.ext_communities.push_back(ExtCommunity::Color(1));
+  primary.aigp = 0;
+  PathAttributes backup;
+  backup.ext_communities.push_back(ExtCommunity::Color(2));
+  backup.ext_communities.push_back(ExtCommunity::LinkBandwidth(1, 2.0f));
+  backup.aigp = 1000;
+  rx.Update("s-red", 1, "spine1", p, &primary);
+  rx.Update("s-blue", 2, "spine2", p, &backup);
+  rx.Update("s-green", 3, "spine3", p, &primary);
+  auto t = rx.Lookup(p);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->preferred_color, 1u);
+  ASSERT_EQ(t->colors.size(), 2u);
+  EXPECT_EQ(t->colors[1].color, 2u);
+  EXPECT_DOUBLE_EQ(t->colors[1].members[0].weight, 2.0);
+  EXPECT_EQ(rx.hidden_routes(), 1u);
+  // Red fabric fails: the backup color takes over.
+  rx.SessionDown("s-red");
+  EXPECT_EQ(rx.Lookup(p)->preferred_color, 2u);
+  rx.Update("s-blue", 2, "spine2", p, nullptr);
+  EXPECT_FALSE(rx.Lookup(p));
+}
+
+TEST(BgpDriverTest, AppliesRoutesColorsWeightsAndReportsAppliedState) {
+  Pair t(/*fabric_color=*/0);
+  // The Pair's Loom speaker already has a session for leaf1; the driver
+  // reuses it (config.sessions only tells the driver which devices exist).
+  BgpDriverConfig cfg;
+  PeerConfig p = Peer("leaf1", 4200000001u, 65001, 0, false);
+  p.device = "leaf1";
+  cfg.sessions.push_back(p);
+  cfg.destination_prefixes["leaf9"] = {"198.18.9.0/24"};
+  BgpDriver driver(t.io, t.loom.get(), cfg);
+  EXPECT_TRUE(driver.Handles("leaf1"));
+  EXPECT_FALSE(driver.Handles("leaf2"));
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+
+  loom::v1::DeviceState desired;
+  desired.set_device("leaf1");
+  desired.set_generation(7);
+  auto* g = desired.add_colors();
+  g->set_color(1);
+  g->add_next_hops("spine1");
+  auto* r = desired.add_routes();
+  r->set_destination("nic7");
+  r->set_prefix("198.18.1.7/32");
+  r->set_color(1);
+  r->set_backup_color(2);
+  r->set_job_id("job-a");
+  r->set_traffic_class(3);
+  auto* bad = desired.add_routes();
+  bad->set_destination("nic8");
+  auto* w = desired.add_weights();
+  w->set_destination("leaf9");
+  (*w->mutable_weights())["spine1"] = 3;
+  desired.add_alb_tables()->set_group("x");
+
+  std::optional<ApplyResult> result;
+  driver.Apply(desired, [&](ApplyResult res) { result = std::move(res); });
+  ASSERT_TRUE(RunUntil(t.io, [&] { return result.has_value(); }));
+  EXPECT_EQ(result->applied.generation(), 7u);
+  EXPECT_EQ(result->applied.routes_size(), 1);
+  EXPECT_EQ(result->applied.colors_size(), 1);
+  EXPECT_EQ(result->applied.weights_size(), 1);
+  std::set<std::string> failed;
+  for (const auto& f : result->failures) failed.insert(f.part);
+  EXPECT_EQ(failed, (std::set<std::string>{"routes", "alb_tables"}));
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 2; }));
+  EXPECT_EQ(t.Rib().at(P("198.18.1.7/32")).attrs.Color(), 1u);
+  EXPECT_FLOAT_EQ(*t.Rib().at(P("198.18.9.0/24")).attrs.LinkBandwidth(), 3e9f);
+
+  std::optional<Status> read_status;
+  loom::v1::DeviceState read;
+  driver.Read("leaf1", [&](Status s, loom::v1::DeviceState st) {
+    read_status = s;
+    read = st;
+  });
+  ASSERT_TRUE(RunUntil(t.io, [&] { return read_status.has_value(); }));
+  EXPECT_TRUE(read_status->ok());
+  EXPECT_EQ(read.generation(), 7u);
+
+  // Job release: the route goes away on the wire.
+  desired.clear_routes();
+  desired.clear_alb_tables();
+  result.reset();
+  driver.Apply(desired, [&](ApplyResult res) { result = std::move(res); });
+  ASSERT_TRUE(RunUntil(t.io, [&] { return result.has_value(); }));
+  EXPECT_TRUE(result->ok());
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 1; }));
+}
+
+TEST(BgpDriverTest, UnknownDeviceFailsWholeDevice) {
+  asio::io_context io;
+  Speaker loom(io, SpeakerConfig{1, "127.0.0.1", -1, false});
+  BgpDriver driver(io, &loom, BgpDriverConfig{});
+  loom::v1::DeviceState d;
+  d.set_device("nope");
+  std::optional<ApplyResult> result;
+  driver.Apply(d, [&](ApplyResult r) { result = std::move(r); });
+  ASSERT_TRUE(RunUntil(io, [&] { return result.has_value(); }));
+  ASSERT_EQ(result->failures.size(), 1u);
+  EXPECT_EQ(result->failures[0].part, "device");
+  EXPECT_EQ(result->failures[0].status.code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace loom::southbound::bgp
