@@ -104,7 +104,11 @@ struct Fabric::Impl {
   // One direction of a link: the egress side at `node`, toward `peer_node`.
   struct Port {
     int node = -1, peer_node = -1, peer_port = -1, link = -1;
-    std::string iface;
+    bool live = true;     // admin up and both ends up (cached)
+    bool sw = false;      // `node` is a switch
+    bool pfc_on = false;  // cached from the node's PfcConfig
+    uint8_t lossless = 0;
+    double dyn_alpha = 0, lossy_alpha = 1, buffer = 0;
     double nominal_bps = 0, cap_bps = 0;
     TimeNs delay = 0;
     bool admin_up = true;
@@ -120,6 +124,7 @@ struct Fabric::Impl {
     double kmin[kPriorities] = {}, kmax[kPriorities] = {}, pmax[kPriorities] = {};
     bool ecn_on[kPriorities] = {};
     double xoff = 0, xon = 0, headroom = 0;
+    std::string iface;
   };
   struct Queue {
     double q = 0, arr = 0, s = 0, p = 0;
@@ -153,7 +158,6 @@ struct Fabric::Impl {
     std::vector<int> ports;
     std::map<std::string, int> port_by_iface;
     SwitchConfig cfg;
-    double buf_used = 0;
     int nic = -1, leaf = -1;
     uint64_t hash_seed = 0;
     std::map<uint32_t, std::pair<std::vector<int>, uint32_t>> colors;
@@ -245,6 +249,7 @@ struct Fabric::Impl {
   std::vector<char> group_valid;
   std::map<int64_t, GroupCfg> groups;
   std::vector<double> alb_bytes;
+  std::vector<double> buf;  // shared buffer in use, per node
   std::vector<int> active_q, next_q, active_ing, active_qps, active_nics, storm_nics;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   uint64_t seq = 0;
@@ -261,9 +266,9 @@ struct Fabric::Impl {
 
   void Push(TimeNs t, int kind, int a, int b) { events.push({t, seq++, kind, a, b}); }
 
-  bool PortLive(int p) const {
-    const Port& pt = ports[p];
-    return pt.admin_up && nodes[pt.node].up && nodes[pt.peer_node].up;
+  bool PortLive(int p) const { return ports[p].live; }
+  void RefreshLive() {
+    for (Port& pt : ports) pt.live = pt.admin_up && nodes[pt.node].up && nodes[pt.peer_node].up;
   }
   int64_t GroupKey(int node, int leaf) const {
     return static_cast<int64_t>(node) * 1'000'003 + leaf;
@@ -341,6 +346,8 @@ struct Fabric::Impl {
       gpu_nic[g.id()] = nodes[it->second].nic;
       gpu_host[g.id()] = g.host();
     }
+    buf.assign(nodes.size(), 0.0);
+    RefreshLive();
     queues.resize(ports.size() * kPriorities);
     ingress.resize(ports.size() * kPriorities);
     for (size_t n = 0; n < nodes.size(); ++n) ApplyPortThresholds(static_cast<int>(n));
@@ -364,6 +371,12 @@ struct Fabric::Impl {
         if (pt.ecn_on[pr]) max_kmax = std::max(max_kmax, pt.kmax[pr]);
       }
       const PfcConfig& c = n.cfg.pfc;
+      pt.sw = n.is_switch;
+      pt.pfc_on = c.enabled;
+      pt.lossless = c.lossless_mask;
+      pt.dyn_alpha = c.dynamic_alpha;
+      pt.lossy_alpha = n.cfg.lossy_alpha;
+      pt.buffer = n.cfg.buffer_bytes;
       if (max_kmax == 0) max_kmax = 400e3 * speed;
       pt.xoff = c.xoff_bytes > 0 ? c.xoff_bytes : 1.25 * max_kmax;
       pt.xon = c.xon_bytes > 0 ? c.xon_bytes : std::max(0.0, pt.xoff - 4 * opt().mtu_bytes);
@@ -637,7 +650,7 @@ struct Fabric::Impl {
       const int port = hp.q / kPriorities;
       if (hp.ing >= 0) {
         ingress[hp.ing].bytes = std::max(0.0, ingress[hp.ing].bytes - x);
-        nodes[ports[port].node].buf_used = std::max(0.0, nodes[ports[port].node].buf_used - x);
+        buf[ports[port].node] = std::max(0.0, buf[ports[port].node] - x);
       }
       if (!PortLive(port)) {
         q.drop += x;
@@ -793,36 +806,32 @@ struct Fabric::Impl {
 
 void Fabric::Impl::Admit(PathFlow& pf, int h, double x, Qp& qp) {
   Hop& hp = pf.h[h];
-  const int port = hp.q / kPriorities;
-  const Port& pt = ports[port];
-  Node& node = nodes[pt.node];
   double accepted = x;
-  if (hp.ing >= 0 && node.is_switch) {
-    const PfcConfig& pfc = node.cfg.pfc;
-    Ingress& in = ingress[hp.ing];
-    Queue& q = queues[hp.q];
-    if (pfc.enabled && (pfc.lossless_mask & (1u << qp.prio))) {
-      const Port& ip = ports[hp.ing / kPriorities];
-      const double xoff =
-          pfc.dynamic_alpha > 0
-              ? pfc.dynamic_alpha * std::max(0.0, node.cfg.buffer_bytes - node.buf_used)
-              : ip.xoff;
-      accepted = std::min(x, std::max(0.0, xoff + ip.headroom - in.bytes));
-    } else {
-      const double limit =
-          node.cfg.lossy_alpha * std::max(0.0, node.cfg.buffer_bytes - node.buf_used);
-      accepted = std::min(x, std::max(0.0, limit - q.q - q.arr));
+  if (hp.ing >= 0) {
+    const Port& ip = ports[hp.ing / kPriorities];  // ingress port, same switch as the egress
+    if (ip.sw) {
+      double& used = buf[ip.node];
+      Ingress& in = ingress[hp.ing];
+      Queue& q = queues[hp.q];
+      if (ip.pfc_on && (ip.lossless & (1u << qp.prio))) {
+        const double xoff =
+            ip.dyn_alpha > 0 ? ip.dyn_alpha * std::max(0.0, ip.buffer - used) : ip.xoff;
+        accepted = std::min(x, std::max(0.0, xoff + ip.headroom - in.bytes));
+      } else {
+        const double limit = ip.lossy_alpha * std::max(0.0, ip.buffer - used);
+        accepted = std::min(x, std::max(0.0, limit - q.q - q.arr));
+      }
+      if (accepted < x) {
+        const double drop = x - accepted;
+        q.drop += drop;
+        ports[hp.ing / kPriorities].in_discards += drop;
+        qp.sent = std::max(0.0, qp.sent - drop);
+      }
+      if (accepted <= 0) return;
+      in.bytes += accepted;
+      used += accepted;
+      ActivateIngress(hp.ing);
     }
-    if (accepted < x) {
-      const double drop = x - accepted;
-      q.drop += drop;
-      ports[hp.ing / kPriorities].in_discards += drop;
-      qp.sent = std::max(0.0, qp.sent - drop);
-    }
-    if (accepted <= 0) return;
-    in.bytes += accepted;
-    node.buf_used += accepted;
-    ActivateIngress(hp.ing);
   }
   hp.in += accepted;
   queues[hp.q].arr += accepted;
@@ -920,8 +929,8 @@ void Fabric::Impl::Sources() {
     nic.active.resize(keep);
     if (keep == 0) continue;
     active_nics[keep_nics++] = active_nics[ni];
-    const Port& np = ports[nic.port];
-    const double line = std::min(nic.line_bps, np.cap_bps);
+    const double line = std::min(nic.line_bps, ports[nic.port].cap_bps);
+
     dem.clear();
     for (int id : nic.active) {
       Qp& qp = qps[id];
@@ -948,6 +957,7 @@ void Fabric::Impl::Sources() {
       if (r > 0) dem.push_back({r, id});
     }
     if (dem.empty()) continue;
+    double np_out = 0;
     // Water-filling: fair share of the line among QPs, each capped by its demand.
     double sum = 0;
     for (const Demand& d : dem) sum += d.bps;
@@ -973,14 +983,22 @@ void Fabric::Impl::Sources() {
       qp.lifetime_sent += bytes;
       nic.tx += bytes;
       if (nic.params.enabled) qp.rp.OnBytesSent(bytes, t);
+      // The NIC never queues (it sends at most its line rate and stops when
+      // paused), so its egress hop is accounted here and bytes go straight to
+      // the first switch.
+      Queue& q0 = queues[nic.port * kPriorities + qp.prio];
+      q0.tx += bytes;
+      np_out += bytes;
       for (size_t k = 0; k < qp.pfs.size(); ++k) {
         PathFlow& pf = pfs[qp.pfs[k]];
-        const double a = bytes * qp.w[k];
-        pf.h[0].in += a;
-        queues[pf.h[0].q].arr += a;
-        ActivateQueue(pf.h[0].q);
+        Admit(pf, 1, bytes * qp.w[k], qp);
       }
     }
+    Port& np = ports[nic.port];
+    np.out_octets += np_out;
+    ports[np.peer_port].in_octets += np_out;
+    np.served_t = t;
+    np.served = np_out;
   }
   active_nics.resize(keep_nics);
 }
@@ -1052,7 +1070,7 @@ void Fabric::Impl::FlowPass() {
     for (int pi : qp.pfs) {
       PathFlow& pf = pfs[pi];
       pf.delivered = 0;
-      for (int h = pf.n - 1; h >= 0; --h) {
+      for (int h = pf.n - 1; h >= 1; --h) {
         Hop& hp = pf.h[h];
         const double x = hp.b + hp.in;
         hp.in = 0;
@@ -1065,8 +1083,7 @@ void Fabric::Impl::FlowPass() {
         const Port& pt = ports[hp.q / kPriorities];
         if (hp.ing >= 0) {
           ingress[hp.ing].bytes = std::max(0.0, ingress[hp.ing].bytes - d);
-          Node& nd = nodes[pt.node];
-          nd.buf_used = std::max(0.0, nd.buf_used - d);
+          buf[pt.node] = std::max(0.0, buf[pt.node] - d);
         }
         if (hp.alb >= 0) alb_bytes[hp.alb] += d;
         if (q.dropping) {
@@ -1138,7 +1155,7 @@ void Fabric::Impl::Deliver(Qp& qp) {
     qp.mark_acc -= std::floor(qp.mark_acc);
   } else if (now() - qp.last_cnp >= np.cnp_interval_ns) {
     const double pm = marked / got;
-    const double p_any = 1 - std::pow(1 - pm, std::max(1.0, pkts));
+    const double p_any = 1 - std::pow(1 - pm, pkts);
     if (rng.Uniform() < p_any) cnps = 1;
   }
   for (int i = 0; i < cnps; ++i) {
@@ -1212,7 +1229,7 @@ void Fabric::Impl::PfcPass() {
     if (node.is_switch && pfc.enabled && (pfc.lossless_mask & (1u << prio))) {
       double xoff = pt.xoff, xon = pt.xon;
       if (pfc.dynamic_alpha > 0) {
-        xoff = pfc.dynamic_alpha * std::max(0.0, node.cfg.buffer_bytes - node.buf_used);
+        xoff = pfc.dynamic_alpha * std::max(0.0, node.cfg.buffer_bytes - buf[pt.node]);
         xon = std::max(0.0, xoff - (pt.xoff - pt.xon));
       }
       const TimeNs quanta_ns =
@@ -1565,6 +1582,7 @@ Status Fabric::SetLinkUp(const std::string& link_id, bool up) {
     if (im.ports[p].admin_up != up) ++im.ports[p].carrier;
     im.ports[p].admin_up = up;
   }
+  im.RefreshLive();
   im.routing_dirty = true;
   return Status::Ok();
 }
@@ -1583,6 +1601,7 @@ Status Fabric::SetSwitchUp(const std::string& device, bool up) {
     }
   }
   n.up = up;
+  im.RefreshLive();
   im.routing_dirty = true;
   return Status::Ok();
 }

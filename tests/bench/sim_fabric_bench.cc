@@ -1,0 +1,122 @@
+// sim-fabric benchmark (a program that prints figures; not a test).
+//
+// For each size: a rail-optimized 2-tier non-blocking fabric (hosts x 8 GPUs,
+// one 400G NIC per GPU, 32 hosts per stripe, 8 spines x 4 links per leaf), all
+// GPUs in one ring all-reduce (rail-major rank order, 1 GiB buffers, repeated),
+// DCQCN on (paper preset). Prints simulated/wall time ratio, flow-hop updates
+// per second and peak RSS (VmHWM). Each size runs in its own child process so
+// its RSS is its own.
+//
+//   sim_fabric_bench [--gpus 256,1024,4096] [--duration-us 100000] [--step-ns 5000]
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api/topology/topology_generate.h"
+#include "common/flags.h"
+#include "sim-fabric/fabric.h"
+
+namespace {
+
+long PeakRssKb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+int RunOne(int gpus, loom::TimeNs duration, loom::TimeNs step, int qps) {
+  using namespace loom::sim;
+  loom::topology::RailParams rp;
+  rp.hosts = gpus / 8;
+  rp.hosts_per_stripe = 32;
+  rp.spines = 8;
+  rp.links_per_spine = 4;
+  loom::v1::Topology topo;
+  std::string err;
+  if (!loom::topology::GenerateRail(rp, &topo, &err)) {
+    std::fprintf(stderr, "topology: %s\n", err.c_str());
+    return 1;
+  }
+  FabricOptions o;
+  o.step_ns = step;
+  o.seed = 1;
+  auto fab = Fabric::Create(topo, o, &err);
+  if (!fab) {
+    std::fprintf(stderr, "fabric: %s\n", err.c_str());
+    return 1;
+  }
+  JobSpec j;
+  j.id = "ring";
+  j.collective = Collective::kRingAllReduce;
+  for (int g = 0; g < 8; ++g) {
+    for (int h = 0; h < rp.hosts; ++h) {
+      char id[48];
+      std::snprintf(id, sizeof(id), "host%03d-gpu%d", h, g);
+      j.ranks.push_back(id);
+    }
+  }
+  j.message_bytes = 1024.0 * 1024 * 1024;
+  j.iterations = 0;
+  j.qps_per_connection = qps;
+  if (fab->AddJob(j, &err) < 0) {
+    std::fprintf(stderr, "job: %s\n", err.c_str());
+    return 1;
+  }
+  const auto w0 = std::chrono::steady_clock::now();
+  fab->RunUntil(duration);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  const double sim = static_cast<double>(fab->now()) / 1e9;
+  // Delivered volume as a sanity figure: aggregate goodput of the ring.
+  double delivered = 0;
+  for (const auto& q : fab->GetQps()) delivered += q.delivered_bytes;
+  std::printf(
+      "%5d GPUs %5zu links %6d QPs step %5lld ns: sim %.3f s in %.3f s wall -> %6.3fx real time, "
+      "%7.1f M flow-hop updates/s, ring goodput %.1f Tb/s, peak RSS %.1f MiB\n",
+      gpus, static_cast<size_t>(topo.links_size()), fab->qp_count(), static_cast<long long>(step),
+      sim, wall, sim / wall, static_cast<double>(fab->flow_hop_updates()) / wall / 1e6,
+      delivered * 8 / sim / 1e12, PeakRssKb() / 1024.0);
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  loom::Flags flags;
+  std::string err;
+  if (!flags.Parse(argc, argv, 1, {"gpus", "duration-us", "step-ns", "qps"}, {"help"}, &err) ||
+      flags.Has("help")) {
+    std::fprintf(stderr,
+                 "usage: sim_fabric_bench [--gpus 256,1024,4096] [--duration-us 100000] "
+                 "[--step-ns 5000] [--qps 1]\n%s\n",
+                 err.c_str());
+    return flags.Has("help") ? 0 : 2;
+  }
+  int64_t dur_us = 0, step = 0, qps = 0;
+  if (!flags.GetInt("duration-us", 100000, &dur_us, &err) ||
+      !flags.GetInt("step-ns", 5000, &step, &err) || !flags.GetInt("qps", 1, &qps, &err)) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 2;
+  }
+  std::vector<int> sizes;
+  std::stringstream ss(flags.Get("gpus", "256,1024,4096"));
+  for (std::string item; std::getline(ss, item, ',');) sizes.push_back(std::stoi(item));
+  int rc = 0;
+  for (int g : sizes) {
+    const pid_t pid = fork();
+    if (pid == 0) _exit(RunOne(g, dur_us * loom::kNsPerUs, step, static_cast<int>(qps)));
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
+  }
+  return rc;
+}
