@@ -260,10 +260,10 @@ def main():
         loom.cmd("route 198.18.1.11/32 color=10")
         wait_for("two routes", lambda: len(gobgp.rib()) == 2)
         loom.kill()
-        time.sleep(1.0)  # Give gobgpd time to notice the closed connection.
-        rib = gobgp.rib()
+        rib = wait_for("gobgpd marks Loom's routes stale",
+                       lambda: (lambda r: all(p[0]["stale"] for p in r.values()) and r)(
+                           gobgp.rib()))
         assert set(rib) == {"198.18.1.8/32", "198.18.1.11/32"}, rib
-        assert all(p[0]["stale"] for p in rib.values()), rib
         loom.start(restarting=True)
         loom.cmd("route 198.18.1.8/32 color=10 backup=20")
         wait_for("Loom re-established", lambda: loom.peer()["state"] == "Established", timeout=30)
