@@ -32,9 +32,6 @@ std::string EventTypeLabel(v1::EventType t) {
   return name;
 }
 
-const char kPendingMessage[] =
-    "accepted; path computation (TELB) is not implemented yet, so no assignment is made";
-
 }  // namespace
 
 Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& store,
@@ -45,6 +42,7 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
       store_(store),
       topo_(std::move(topo)),
       options_(options),
+      placement_(topo_, options.placement),
       jobs_gauge_(prometheus::BuildGauge()
                       .Name("loom_jobs")
                       .Help("Jobs currently registered")
@@ -76,7 +74,25 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
                           .Name("loom_watchers")
                           .Help("Open WatchEvents/WatchJobs subscriptions")
                           .Register(registry)
-                          .Add({})) {
+                          .Add({})),
+      max_util_gauge_(prometheus::BuildGauge()
+                          .Name("loom_placement_max_utilization")
+                          .Help("Predicted maximum link utilization of the TELB placement (0..1+)")
+                          .Register(registry)
+                          .Add({})),
+      placement_seconds_(
+          prometheus::BuildHistogram()
+              .Name("loom_placement_seconds")
+              .Help("Time to compute a placement (incremental or full)")
+              .Register(registry)
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.0001, 0.00025, 0.0005, 0.001,
+                                                               0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                               0.1, 0.25, 0.5, 1})),
+      moves_counter_(prometheus::BuildCounter()
+                         .Name("loom_assignment_changes_total")
+                         .Help("Job assignments changed by recomputes (drains, failures, policy)")
+                         .Register(registry)
+                         .Add({})) {
   if (options_.event_retention == 0) options_.event_retention = 1;
 }
 
@@ -110,15 +126,53 @@ Status Controller::Start() {
   }
   revision_ = state.last_revision;
   next_revision_ = revision_;
+  if (state.policy) {
+    policy_version_ = state.policy->version();
+    placement_.SetPolicy(*state.policy);
+  }
+  placement_.SetDownLinks(DownLinks());
+  // Reload assignments where they are: jobs keep their persisted routes
+  // wherever those are still feasible, higher priority first.
+  std::vector<v1::Job*> order;
+  for (auto& [id, job] : jobs_) order.push_back(&job);
+  std::stable_sort(order.begin(), order.end(), [](const v1::Job* a, const v1::Job* b) {
+    return a->priority() > b->priority();
+  });
+  for (v1::Job* job : order) placement_.Upsert(*job);
+  placement_.Recompute(loom::te::PlacementMode::kFull);
 
+  // Only jobs whose routes differ from what was persisted change (and get an
+  // event): a restart re-converges without touching what is still right.
   Mutation m;
+  std::vector<v1::Job> updated;
+  for (auto& [id, job] : jobs_) {
+    v1::PathAssignment a = placement_.AssignmentOf(id);
+    if (loom::te::Placement::RouteKey(a) ==
+            loom::te::Placement::RouteKey(job.status().assignment()) &&
+        job.status().has_assignment()) {
+      continue;
+    }
+    v1::Job changed = job;
+    v1::Event jev = NewEvent(v1::EVENT_TYPE_JOB_UPDATED, id);
+    SetAssignment(&changed, a, jev.revision(), jev.time());
+    jev.set_cause("controller restart: the persisted paths are no longer valid or were never set");
+    jev.set_action("re-placed the job's traffic");
+    jev.set_result(a.reason());
+    *jev.mutable_job() = changed;
+    m.events.push_back(jev);
+    m.put_jobs.push_back(changed);
+    updated.push_back(changed);
+  }
+  int moved = static_cast<int>(updated.size());
   v1::Event ev = NewEvent(v1::EVENT_TYPE_CONTROLLER_STARTED, "loomd");
   ev.set_cause("process start");
   ev.set_action("reloaded " + std::to_string(jobs_.size()) + " job(s) and " +
                 std::to_string(drains_.size()) + " drain(s) from the store");
-  ev.set_result("serving topology \"" + topo_->topology().name() + "\"");
+  ev.set_result("serving topology \"" + topo_->topology().name() + "\"; " + std::to_string(moved) +
+                " assignment(s) changed on reload");
   m.events.push_back(ev);
   if (Status s = CommitAndPublish(m); !s.ok()) return s;
+  for (auto& job : updated) jobs_[job.job_id()] = job;
   UpdateGauges();
   LOG_INFO("controller started")
       .With("jobs", static_cast<uint64_t>(jobs_.size()))
@@ -227,6 +281,51 @@ void Controller::Remember(Mutation& m, const std::string& method, const std::str
 void Controller::UpdateGauges() {
   jobs_gauge_.Set(static_cast<double>(jobs_.size()));
   drained_gauge_.Set(static_cast<double>(drains_.size()));
+  max_util_gauge_.Set(placement_.max_utilization());
+}
+
+std::set<std::string> Controller::DownLinks() const {
+  std::set<std::string> down;
+  for (const auto& [id, d] : drains_) down.insert(id);
+  return down;
+}
+
+void Controller::SetAssignment(v1::Job* job, const v1::PathAssignment& a, uint64_t revision,
+                               const google::protobuf::Timestamp& time) const {
+  auto* st = job->mutable_status();
+  *st->mutable_assignment() = a;
+  st->mutable_assignment()->set_revision(revision);
+  bool complete = std::all_of(a.routes().begin(), a.routes().end(),
+                              [](const v1::RouteAssignment& r) { return !r.via().empty(); });
+  st->set_state(complete ? v1::JOB_STATE_ASSIGNED : v1::JOB_STATE_PENDING);
+  st->set_message(a.reason());
+  st->set_revision(revision);
+  *st->mutable_update_time() = time;
+}
+
+int Controller::RecomputeInto(Mutation& m, const std::string& cause,
+                              std::map<std::string, v1::Job>* updated) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto changed = placement_.Recompute(loom::te::PlacementMode::kFull);
+  placement_seconds_.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  for (const auto& [id, a] : changed) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    v1::Job job = it->second;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_UPDATED, id);
+    SetAssignment(&job, a, ev.revision(), ev.time());
+    ev.set_cause(cause);
+    ev.set_action("recomputed the job's paths: " + std::to_string(a.routes_size()) +
+                  " route(s) over " + std::to_string(a.primary_spines_size()) + " spine(s)");
+    ev.set_result(a.reason());
+    *ev.mutable_job() = job;
+    m.events.push_back(ev);
+    m.put_jobs.push_back(job);
+    (*updated)[id] = job;
+  }
+  moves_counter_.Increment(static_cast<double>(changed.size()));
+  return static_cast<int>(changed.size());
 }
 
 // ---------------------------------------------------------------- jobs ----
@@ -249,22 +348,25 @@ void Controller::RegisterJob(v1::RegisterJobRequest req, Done<v1::RegisterJobRes
     v1::Job job = req.job();
     Mutation m;
     v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_REGISTERED, job.job_id());
-    auto* status = job.mutable_status();
-    status->set_state(v1::JOB_STATE_PENDING);
-    status->set_revision(ev.revision());
-    *status->mutable_create_time() = ev.time();
-    *status->mutable_update_time() = ev.time();
-    status->set_message(kPendingMessage);
+    auto t0 = std::chrono::steady_clock::now();
+    v1::PathAssignment a = placement_.Upsert(job);
+    placement_seconds_.Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    *job.mutable_status()->mutable_create_time() = ev.time();
+    SetAssignment(&job, a, ev.revision(), ev.time());
     ev.set_cause("scheduler request");
     ev.set_action("registered job of tenant " + job.tenant() + " with " +
                   std::to_string(job.endpoints_size()) + " endpoint(s)");
-    ev.set_result("pending");
+    ev.set_result(a.reason());
     *ev.mutable_job() = job;
     m.events.push_back(ev);
     m.put_jobs.push_back(job);
     *resp.mutable_job() = job;
     Remember(m, "RegisterJob", request_id, req, resp);
-    if (Status s = CommitAndPublish(m); !s.ok()) return done(s, {});
+    if (Status s = CommitAndPublish(m); !s.ok()) {
+      placement_.Remove(job.job_id());
+      return done(s, {});
+    }
     jobs_[job.job_id()] = job;
     UpdateGauges();
     LOG_INFO("job registered").With("job", job.job_id()).With("tenant", job.tenant());
@@ -295,17 +397,20 @@ void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse>
     *job.mutable_status() = it->second.status();
     Mutation m;
     v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_UPDATED, job.job_id());
-    job.mutable_status()->set_revision(ev.revision());
-    *job.mutable_status()->mutable_update_time() = ev.time();
+    v1::PathAssignment a = placement_.Upsert(job);
+    SetAssignment(&job, a, ev.revision(), ev.time());
     ev.set_cause("scheduler request");
-    ev.set_action("replaced the job's spec");
-    ev.set_result(v1::JobState_Name(job.status().state()));
+    ev.set_action("replaced the job's spec and re-placed its traffic");
+    ev.set_result(a.reason());
     *ev.mutable_job() = job;
     m.events.push_back(ev);
     m.put_jobs.push_back(job);
     *resp.mutable_job() = job;
     Remember(m, "UpdateJob", request_id, req, resp);
-    if (Status s = CommitAndPublish(m); !s.ok()) return done(s, {});
+    if (Status s = CommitAndPublish(m); !s.ok()) {
+      placement_.Upsert(it->second);  // back to the old spec and routes
+      return done(s, {});
+    }
     it->second = job;
     done(Status::Ok(), std::move(resp));
   });
@@ -340,6 +445,7 @@ void Controller::ReleaseJob(v1::ReleaseJobRequest req, Done<v1::ReleaseJobRespon
     Remember(m, "ReleaseJob", request_id, req, resp);
     if (Status s = CommitAndPublish(m); !s.ok()) return done(s, {});
     jobs_.erase(it);
+    placement_.Remove(job.job_id());
     UpdateGauges();
     LOG_INFO("job released").With("job", job.job_id());
     done(Status::Ok(), std::move(resp));
@@ -467,14 +573,26 @@ void Controller::DrainLink(v1::DrainLinkRequest req, Done<v1::DrainLinkResponse>
     m.events.push_back(ev);
     DrainRecord rec{l->id(), req.reason(), clock_.WallNow(), ev.revision()};
     m.put_drains.push_back(rec);
+    loom::te::Placement saved = placement_;
+    std::set<std::string> down = DownLinks();
+    down.insert(l->id());
+    placement_.SetDownLinks(down);
+    std::map<std::string, v1::Job> updated;
+    int moved = RecomputeInto(m, "link " + l->id() + " drained: " + req.reason(), &updated);
+    ev.set_result("drained; " + std::to_string(moved) + " job(s) moved off the link");
+    m.events[0] = ev;
     *resp.mutable_link() = MakeLinkStatus(*l);
     resp.mutable_link()->set_admin_state(v1::LINK_ADMIN_STATE_DRAINED);
     resp.mutable_link()->set_drain_reason(rec.reason);
     *resp.mutable_link()->mutable_drain_time() = TimeUtil::NanosecondsToTimestamp(rec.time_ns);
     resp.set_revision(ev.revision());
     Remember(m, "DrainLink", request_id, req, resp);
-    if (Status s = CommitAndPublish(m); !s.ok()) return done(s, {});
+    if (Status s = CommitAndPublish(m); !s.ok()) {
+      placement_ = std::move(saved);
+      return done(s, {});
+    }
     drains_[l->id()] = {rec.reason, rec.time_ns, rec.revision};
+    for (auto& [id, job] : updated) jobs_[id] = job;
     UpdateGauges();
     LOG_INFO("link drained").With("link", l->id()).With("reason", req.reason());
     done(Status::Ok(), std::move(resp));
@@ -497,7 +615,7 @@ void Controller::UndrainLink(v1::UndrainLinkRequest req, Done<v1::UndrainLinkRes
       *resp.mutable_link() = MakeLinkStatus(*l);
       return done(Status::Ok(), std::move(resp));
     }
-    LinkDrain saved = it->second;
+    LinkDrain saved_drain = it->second;
     Mutation m;
     v1::Event ev = NewEvent(v1::EVENT_TYPE_LINK_UNDRAINED, l->id());
     ev.set_cause("operator request");
@@ -506,13 +624,21 @@ void Controller::UndrainLink(v1::UndrainLinkRequest req, Done<v1::UndrainLinkRes
     m.events.push_back(ev);
     m.delete_drains.push_back(l->id());
     drains_.erase(it);
+    loom::te::Placement saved = placement_;
+    placement_.SetDownLinks(DownLinks());
+    std::map<std::string, v1::Job> updated;
+    int moved = RecomputeInto(m, "link " + l->id() + " returned to service", &updated);
+    ev.set_result("in service; " + std::to_string(moved) + " job(s) re-placed");
+    m.events[0] = ev;
     *resp.mutable_link() = MakeLinkStatus(*l);
     resp.set_revision(ev.revision());
     Remember(m, "UndrainLink", request_id, req, resp);
     if (Status s = CommitAndPublish(m); !s.ok()) {
-      drains_[l->id()] = saved;
+      drains_[l->id()] = saved_drain;
+      placement_ = std::move(saved);
       return done(s, {});
     }
+    for (auto& [id, job] : updated) jobs_[id] = job;
     UpdateGauges();
     LOG_INFO("link undrained").With("link", l->id());
     done(Status::Ok(), std::move(resp));
@@ -551,6 +677,59 @@ void Controller::Unsubscribe(uint64_t id) {
     subscribers_.erase(id);
     watchers_gauge_.Set(static_cast<double>(subscribers_.size()));
   });
+}
+
+}  // namespace loom::controller
+
+namespace loom::controller {
+
+// -------------------------------------------------------------- policy ----
+
+void Controller::InstallPolicy(v1::PolicySet set, Done<PolicyInstallResult> done) {
+  Post([this, set = std::move(set), done = std::move(done)]() mutable {
+    PolicyInstallResult result;
+    auto findings = loom::policy::ValidatePolicy(set, *topo_);
+    result.findings = loom::policy::FormatFindings(findings);
+    if (loom::policy::HasErrors(findings)) {
+      return done(InvalidArgument("policy set refused:\n" + result.findings), result);
+    }
+    set.set_version(0);
+    v1::PolicySet current = placement_.policy().set();
+    current.set_version(0);
+    if (policy_version_ > 0 && current.SerializeAsString() == set.SerializeAsString()) {
+      return done(Status::Ok(), result);  // already installed
+    }
+    set.set_version(policy_version_ + 1);
+    loom::te::Placement saved = placement_;
+    placement_.SetPolicy(set);
+    Mutation m;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_POLICY_UPDATED, "policy");
+    ev.set_cause("operator installed policy version " + std::to_string(set.version()));
+    ev.set_action("validated " + std::to_string(set.rules_size()) + " rule(s) and " +
+                  std::to_string(set.colors_size()) + " color(s); re-evaluated every job");
+    m.events.push_back(ev);
+    m.put_policy = set;
+    std::map<std::string, v1::Job> updated;
+    result.jobs_moved =
+        RecomputeInto(m, "policy version " + std::to_string(set.version()), &updated);
+    m.events[0].set_result(std::to_string(result.jobs_moved) + " job(s) re-placed" +
+                           (result.findings.empty() ? "" : "; warnings:\n" + result.findings));
+    if (Status s = CommitAndPublish(m); !s.ok()) {
+      placement_ = std::move(saved);
+      return done(s, result);
+    }
+    for (auto& [id, job] : updated) jobs_[id] = job;
+    policy_version_ = set.version();
+    result.version = set.version();
+    LOG_INFO("policy installed")
+        .With("version", policy_version_)
+        .With("jobs_moved", result.jobs_moved);
+    done(Status::Ok(), result);
+  });
+}
+
+void Controller::GetDesiredStates(Done<std::map<std::string, v1::DeviceState>> done) {
+  Post([this, done = std::move(done)]() { done(Status::Ok(), placement_.DesiredStates()); });
 }
 
 }  // namespace loom::controller

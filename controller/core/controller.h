@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -30,6 +31,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "controller/store/store.h"
+#include "controller/te/placement.h"
 #include "loom/v1/fabric_service.pb.h"
 #include "loom/v1/scheduler_service.pb.h"
 
@@ -40,6 +42,17 @@ struct ControllerOptions {
   size_t event_retention = 100'000;
   // Idempotency records kept (by revision age).
   size_t request_retention = 100'000;
+  // TELB placement parameters.
+  loom::te::PlacementParams placement;
+};
+
+struct PolicyInstallResult {
+  // Version of the installed set (0 when the same set was already installed).
+  uint64_t version = 0;
+  // Warnings (installed) or errors (refused), one per line.
+  std::string findings;
+  // Jobs whose assignment changed.
+  int jobs_moved = 0;
 };
 
 class Controller {
@@ -81,6 +94,15 @@ class Controller {
   void Subscribe(uint64_t start_revision, bool follow, EventSink sink, Done<uint64_t> done);
   void Unsubscribe(uint64_t id);
 
+  // Validates, persists (as a new version) and applies a TELB policy set:
+  // every job is re-evaluated. INVALID_ARGUMENT with the findings when the
+  // set has errors. Installing the current set again is a no-op.
+  void InstallPolicy(loom::v1::PolicySet set, Done<PolicyInstallResult> done);
+
+  // The desired state of every switch, as computed from the current
+  // assignments (for the reconciler and `loomctl render`).
+  void GetDesiredStates(Done<std::map<std::string, loom::v1::DeviceState>> done);
+
  private:
   struct LinkDrain {
     std::string reason;
@@ -103,6 +125,14 @@ class Controller {
                 const google::protobuf::Message& response);
   loom::v1::LinkStatus MakeLinkStatus(const loom::v1::Link& link) const;
   void UpdateGauges();
+  // Sets a job's status from a fresh assignment.
+  void SetAssignment(loom::v1::Job* job, const loom::v1::PathAssignment& a, uint64_t revision,
+                     const google::protobuf::Timestamp& time) const;
+  // Full recompute after a change of topology, drains or policy; adds the
+  // changed jobs and their JOB_UPDATED events to `m`. Returns jobs moved.
+  int RecomputeInto(Mutation& m, const std::string& cause,
+                    std::map<std::string, loom::v1::Job>* updated);
+  std::set<std::string> DownLinks() const;
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   const Clock& clock_;
@@ -120,6 +150,8 @@ class Controller {
   std::deque<std::pair<uint64_t, std::string>> request_order_;  // (revision, id)
   std::map<uint64_t, EventSink> subscribers_;
   uint64_t next_subscriber_ = 1;
+  loom::te::Placement placement_;
+  uint64_t policy_version_ = 0;
 
   // --- metrics ---
   prometheus::Gauge& jobs_gauge_;
@@ -128,6 +160,9 @@ class Controller {
   prometheus::Histogram& store_write_seconds_;
   prometheus::Counter& store_errors_;
   prometheus::Gauge& watchers_gauge_;
+  prometheus::Gauge& max_util_gauge_;
+  prometheus::Histogram& placement_seconds_;
+  prometheus::Counter& moves_counter_;
 };
 
 }  // namespace loom::controller

@@ -22,6 +22,8 @@ const char* const kMigrations[] = {
     " request_hash INTEGER NOT NULL, response BLOB NOT NULL, revision INTEGER NOT NULL);"
     "CREATE INDEX requests_by_revision ON requests(revision);"
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    // 2 -> 3: versioned TELB policy sets (every version kept).
+    "CREATE TABLE policies(version INTEGER PRIMARY KEY, body BLOB NOT NULL);",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteStore::kLatestSchemaVersion);
 
@@ -185,6 +187,16 @@ Status SqliteStore::Load(size_t max_events, StoredState* out) {
     Stmt s(db, "SELECT MAX(revision) FROM events");
     if (s.Step() == SQLITE_ROW) out->last_revision = static_cast<uint64_t>(s.ColInt(0));
   }
+  if (schema_version_ >= 3) {
+    Stmt s(db, "SELECT body FROM policies ORDER BY version DESC LIMIT 1");
+    if (s.Step() == SQLITE_ROW) {
+      loom::v1::PolicySet p;
+      if (!p.ParseFromString(s.ColBlob(0))) {
+        return {StatusCode::kDataLoss, impl_->path + ": the newest policy set is corrupt"};
+      }
+      out->policy = std::move(p);
+    }
+  }
   if (schema_version_ >= 2) {
     Stmt s(db, "SELECT request_id, method, request_hash, response, revision FROM requests");
     while (s.Step() == SQLITE_ROW) {
@@ -265,6 +277,12 @@ Status SqliteStore::Commit(const Mutation& m) {
       if (s.Step() != SQLITE_DONE) return fail("recording request id");
       s.Reset();
     }
+  }
+  if (m.put_policy) {
+    Stmt s(db, "INSERT INTO policies(version, body) VALUES(?,?)");
+    s.Int(1, static_cast<int64_t>(m.put_policy->version()));
+    s.Blob(2, m.put_policy->SerializeAsString());
+    if (s.Step() != SQLITE_DONE) return fail("writing policy version");
   }
   if (m.prune_events_before > 0) {
     Stmt s(db, "DELETE FROM events WHERE revision < ?");

@@ -9,12 +9,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "loom/v1/event.pb.h"
 #include "loom/v1/job.pb.h"
+#include "loom/v1/policy.pb.h"
 
 namespace loom::controller {
 
@@ -41,6 +43,8 @@ struct StoredState {
   std::vector<loom::v1::Event> events;  // oldest first
   std::vector<RequestRecord> requests;
   uint64_t last_revision = 0;
+  // The newest policy set version, when one was ever installed.
+  std::optional<loom::v1::PolicySet> policy;
 };
 
 // One atomic change.
@@ -51,6 +55,8 @@ struct Mutation {
   std::vector<std::string> delete_drains;
   std::vector<loom::v1::Event> events;
   std::vector<RequestRecord> requests;
+  // A new policy set version (its `version` field is the key).
+  std::optional<loom::v1::PolicySet> put_policy;
   // Events with revision < this are deleted (0: keep all).
   uint64_t prune_events_before = 0;
   // Request records with revision < this are deleted (0: keep all).
@@ -70,7 +76,7 @@ class Store {
 // and forward-only migrations applied in one transaction each on open.
 class SqliteStore final : public Store {
  public:
-  static constexpr int kLatestSchemaVersion = 2;
+  static constexpr int kLatestSchemaVersion = 3;
 
   // Opens (creating if needed) and migrates to `target_version` (tests use a
   // lower one to build old databases). Returns nullptr and sets `status` when

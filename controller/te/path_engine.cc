@@ -148,8 +148,11 @@ namespace {
 // Placement state: loads and per-unit paths for each candidate.
 class Solver {
  public:
-  Solver(const FabricGraph& g, const std::vector<Unit>& units) : g_(g), units_(units) {
+  Solver(const FabricGraph& g, const std::vector<Unit>& units,
+         const std::vector<double>* base_load = nullptr)
+      : g_(g), units_(units) {
     load_.assign(static_cast<size_t>(g.num_edges()), 0.0);
+    if (base_load && base_load->size() == load_.size()) load_ = *base_load;
     top_.assign(units.size(), -1);
     candidates_.resize(units.size());
     std::vector<int> edges;
@@ -161,6 +164,7 @@ class Solver {
         std::iota(allowed.begin(), allowed.end(), 0);
       }
       for (int t : allowed) {
+        if (t < 0 || t >= g.num_tops()) continue;
         Candidate c{t, {}};
         bool ok = unit.dst_leaf >= 0;
         for (const auto& [src, rate] : unit.sources) {
@@ -317,9 +321,10 @@ double MaxUtilization(const FabricGraph& g, const std::vector<Unit>& units,
 }
 
 PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
-                      const PlacementParams& params, PlacementMode mode) {
+                      const PlacementParams& params, PlacementMode mode,
+                      const std::vector<double>* base_load) {
   // Placement keeping what is current where it is still feasible.
-  Solver keep(g, units);
+  Solver keep(g, units, base_load);
   std::vector<size_t> free_units;
   std::vector<bool> movable(units.size(), false);
   for (size_t u = 0; u < units.size(); ++u) {
@@ -335,7 +340,7 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
   keep.Improve(movable, params.max_improvement_rounds);
 
   Solver* chosen = &keep;
-  Solver fresh(g, units);
+  Solver fresh(g, units, base_load);
   bool adopted = false;
   if (mode == PlacementMode::kFull) {
     std::vector<size_t> all;
@@ -365,8 +370,18 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
   r.max_utilization = chosen->MaxUtil(&r.hottest_edge);
   r.adopted_new = adopted;
   r.reason.resize(units.size());
+  r.backup.assign(units.size(), -1);
   for (size_t u = 0; u < units.size(); ++u) {
     int t = r.top[u];
+    double best_backup = 0;
+    for (const auto& c : chosen->candidates_[u]) {
+      if (c.top == t) continue;
+      double score = chosen->Score(c).first;
+      if (r.backup[u] < 0 || score < best_backup - kEps) {
+        r.backup[u] = c.top;
+        best_backup = score;
+      }
+    }
     if (t != units[u].current) ++r.moved;
     if (t < 0) {
       r.reason[u] = "no live path to " + units[u].dst_nic + " within the allowed spines";

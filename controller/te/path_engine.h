@@ -113,6 +113,9 @@ struct PlacementParams {
 struct PlacementResult {
   // Chosen top per unit (-1: no feasible top).
   std::vector<int> top;
+  // Backup top per unit: the allowed alternative with the least loaded
+  // path after placement (-1: none).
+  std::vector<int> backup;
   // Why each unit went where it did.
   std::vector<std::string> reason;
   std::vector<double> edge_load;
@@ -126,8 +129,11 @@ struct PlacementResult {
 
 enum class PlacementMode { kIncremental, kFull };
 
+// `base_load` (per edge, bits/s), when given, is traffic of units placed
+// earlier and not passed in `units` (incremental placement of one job).
 PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
-                      const PlacementParams& params, PlacementMode mode);
+                      const PlacementParams& params, PlacementMode mode,
+                      const std::vector<double>* base_load = nullptr);
 
 // Maximum utilization of a given assignment (for tests and benchmarks).
 double MaxUtilization(const FabricGraph& g, const std::vector<Unit>& units,

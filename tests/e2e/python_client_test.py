@@ -61,7 +61,8 @@ class PythonClientTest(unittest.TestCase):
         resp = unary(self.channel, "SchedulerService", "RegisterJob",
                      s.RegisterJobRequest(job=self.job("py-1"), request_id="py-req-1"),
                      s.RegisterJobResponse)
-        self.assertEqual(resp.job.status.state, pb["job"].JOB_STATE_PENDING)
+        self.assertEqual(resp.job.status.state, pb["job"].JOB_STATE_ASSIGNED)
+        self.assertTrue(resp.job.status.assignment.routes, "TELB pins each destination")
         again = unary(self.channel, "SchedulerService", "RegisterJob",
                       s.RegisterJobRequest(job=self.job("py-1"), request_id="py-req-1"),
                       s.RegisterJobResponse)

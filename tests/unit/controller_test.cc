@@ -93,7 +93,14 @@ TEST_F(ControllerTest, RegisterGetListRelease) {
   ASSERT_TRUE(h.start_status_.ok());
   auto [s1, r1] = h.Call(&Controller::RegisterJob, JobReq("j1"));
   ASSERT_TRUE(s1.ok()) << s1.message();
-  EXPECT_EQ(r1.job().status().state(), v1::JOB_STATE_PENDING);
+  // host000 (leaf0) <-> host002 (leaf1): two destinations, each pinned to a spine.
+  EXPECT_EQ(r1.job().status().state(), v1::JOB_STATE_ASSIGNED);
+  ASSERT_EQ(r1.job().status().assignment().routes_size(), 2);
+  for (const auto& r : r1.job().status().assignment().routes()) {
+    EXPECT_TRUE(r.via() == "spine0" || r.via() == "spine1") << r.via();
+    EXPECT_NE(r.backup_via(), r.via());
+    EXPECT_FALSE(r.reason().empty());
+  }
   EXPECT_EQ(r1.job().status().revision(), 2u);  // 1 is CONTROLLER_STARTED
   h.Call(&Controller::RegisterJob, JobReq("j0"));
 
@@ -220,6 +227,8 @@ TEST_F(ControllerTest, DrainErrors) {
 }
 
 TEST_F(ControllerTest, StateIsReloadedAfterRestart) {
+  size_t events_before = 0;
+  std::map<std::string, std::string> routes_before;
   {
     Harness h(db_, topo_);
     h.Call(&Controller::RegisterJob, JobReq("j1"));
@@ -228,19 +237,28 @@ TEST_F(ControllerTest, StateIsReloadedAfterRestart) {
     d.set_link_id(kLink);
     d.set_reason("maintenance");
     h.Call(&Controller::DrainLink, d);
+    events_before = h.Replay(1).size();
+    auto listed = h.Call(&Controller::ListJobs, v1::ListJobsRequest()).second;
+    for (const auto& j : listed.jobs()) {
+      routes_before[j.job_id()] = j.status().assignment().SerializeAsString();
+    }
   }
   Harness h(db_, topo_);
   auto jobs = h.Call(&Controller::ListJobs, v1::ListJobsRequest()).second;
   EXPECT_EQ(jobs.jobs_size(), 2);
+  // Assignments that were right are not touched by the restart.
+  for (const auto& j : jobs.jobs()) {
+    EXPECT_EQ(j.status().assignment().SerializeAsString(), routes_before[j.job_id()]);
+  }
   v1::GetLinkRequest g;
   g.set_link_id(kLink);
   EXPECT_EQ(h.Call(&Controller::GetLink, g).second.link().admin_state(),
             v1::LINK_ADMIN_STATE_DRAINED);
-  // Revisions continue where they stopped: 1 start, 2-3 jobs, 4 drain, 5 start.
+  // Revisions continue where they stopped; the restart adds only its own event.
   auto events = h.Replay(1);
-  ASSERT_EQ(events.size(), 5u);
+  ASSERT_EQ(events.size(), events_before + 1);
   EXPECT_EQ(events.back().type(), v1::EVENT_TYPE_CONTROLLER_STARTED);
-  EXPECT_EQ(events.back().revision(), 5u);
+  EXPECT_EQ(events.back().revision(), events_before + 1);
 }
 
 TEST_F(ControllerTest, ReplayOlderThanRetentionIsOutOfRange) {
@@ -289,6 +307,85 @@ TEST_F(ControllerTest, PaginatesLinks) {
     req.set_page_token(resp.next_page_token());
   }
   EXPECT_EQ(all.size(), static_cast<size_t>(topo_->topology().links_size()));
+}
+
+}  // namespace
+}  // namespace loom::controller
+
+namespace loom::controller {
+namespace {
+
+TEST_F(ControllerTest, DrainMovesAssignmentsOffTheLinkWithReason) {
+  Harness h(db_, topo_);
+  auto reg = h.Call(&Controller::RegisterJob, JobReq("j1")).second;
+  // The route towards host000 (leaf0) from leaf1 uses some spine S; drain
+  // leaf1's link to S.
+  std::string dest_on_leaf0, spine;
+  for (const auto& r : reg.job().status().assignment().routes()) {
+    if (r.destination().rfind("host000", 0) == 0) {
+      dest_on_leaf0 = r.destination();
+      spine = r.via();
+    }
+  }
+  ASSERT_FALSE(spine.empty());
+  std::string link =
+      spine == "spine0" ? "leaf1:Ethernet0--spine0:Ethernet1" : "leaf1:Ethernet1--spine1:Ethernet1";
+  v1::DrainLinkRequest d;
+  d.set_link_id(link);
+  d.set_reason("optics");
+  auto [s, resp] = h.Call(&Controller::DrainLink, d);
+  ASSERT_TRUE(s.ok()) << s.message();
+  v1::GetJobRequest g;
+  g.set_job_id("j1");
+  auto job = h.Call(&Controller::GetJob, g).second.job();
+  for (const auto& r : job.status().assignment().routes()) {
+    if (r.destination() == dest_on_leaf0) {
+      EXPECT_NE(r.via(), spine);
+      EXPECT_NE(r.reason().find("lost its capacity"), std::string::npos) << r.reason();
+    }
+  }
+  bool evented = false;
+  for (const auto& e : h.Replay(1)) {
+    evented |= e.type() == v1::EVENT_TYPE_JOB_UPDATED && e.subject() == "j1" &&
+               e.cause().find("drained") != std::string::npos;
+  }
+  EXPECT_TRUE(evented);
+}
+
+TEST_F(ControllerTest, DedicatedTenantNeverSharesSpines) {
+  Harness h(db_, topo_);
+  v1::PolicySet p;
+  auto* red = p.add_colors();
+  red->set_color(1);
+  red->add_spines("spine0");
+  auto* rule = p.add_rules();
+  rule->set_name("acme-dedicated");
+  rule->mutable_match()->add_tenants("acme");
+  rule->mutable_action()->add_colors(1);
+  rule->mutable_action()->set_isolation(v1::ISOLATION_DEDICATED);
+  std::promise<std::pair<Status, PolicyInstallResult>> done;
+  h.c().InstallPolicy(p, [&](Status s, PolicyInstallResult r) { done.set_value({s, r}); });
+  auto [s, r] = done.get_future().get();
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(r.version, 1u);
+  auto acme = h.Call(&Controller::RegisterJob, JobReq("a1")).second;
+  auto other = JobReq("b1");
+  other.mutable_job()->set_tenant("beta");
+  auto beta = h.Call(&Controller::RegisterJob, other).second;
+  for (const auto& route : acme.job().status().assignment().routes()) {
+    EXPECT_EQ(route.via(), "spine0");
+  }
+  for (const auto& route : beta.job().status().assignment().routes()) {
+    EXPECT_EQ(route.via(), "spine1");
+  }
+  EXPECT_EQ(acme.job().status().assignment().policy_rule(), "acme-dedicated");
+  // A set with errors is refused with the findings.
+  rule->mutable_action()->set_colors(0, 9);
+  std::promise<Status> bad;
+  h.c().InstallPolicy(p, [&](Status s2, PolicyInstallResult) { bad.set_value(s2); });
+  Status st = bad.get_future().get();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("color 9"), std::string::npos) << st.message();
 }
 
 }  // namespace

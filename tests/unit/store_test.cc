@@ -76,7 +76,7 @@ TEST(StoreTest, MigratesVersion1DatabaseKeepingData) {
   EXPECT_EQ(UserVersion(dir.File("m.db")), 1);
   auto store = SqliteStore::Open(dir.File("m.db"), &st);
   ASSERT_TRUE(store) << st.message();
-  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(store->schema_version(), SqliteStore::kLatestSchemaVersion);
   StoredState state;
   ASSERT_TRUE(store->Load(100, &state).ok());
   ASSERT_EQ(state.jobs.size(), 1u);
@@ -151,6 +151,33 @@ TEST(StoreTest, DuplicateRevisionFailsAtomically) {
   StoredState state;
   ASSERT_TRUE(store->Load(10, &state).ok());
   EXPECT_TRUE(state.jobs.empty());
+}
+
+}  // namespace
+}  // namespace loom::controller
+
+namespace loom::controller {
+namespace {
+
+TEST(StoreTest, PolicyVersionsAreKeptAndNewestLoaded) {
+  testing::TempDir dir;
+  Status st;
+  auto store = SqliteStore::Open(dir.File("p.db"), &st);
+  ASSERT_TRUE(store);
+  for (uint64_t v = 1; v <= 3; ++v) {
+    Mutation m;
+    m.events.push_back(MakeEvent(v));
+    v1::PolicySet p;
+    p.set_version(v);
+    p.add_rules()->set_name("r" + std::to_string(v));
+    m.put_policy = p;
+    ASSERT_TRUE(store->Commit(m).ok());
+  }
+  StoredState state;
+  ASSERT_TRUE(store->Load(10, &state).ok());
+  ASSERT_TRUE(state.policy.has_value());
+  EXPECT_EQ(state.policy->version(), 3u);
+  EXPECT_EQ(state.policy->rules(0).name(), "r3");
 }
 
 }  // namespace

@@ -1,0 +1,421 @@
+#include "controller/te/placement.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "controller/te/demand.h"
+
+namespace loom::te {
+
+namespace v1 = loom::v1;
+
+namespace {
+
+std::string Percent(double u) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.0f%%", u * 100);
+  return buf;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+}  // namespace
+
+Placement::Placement(std::shared_ptr<const loom::topology::TopologyIndex> topo,
+                     PlacementParams params)
+    : topo_(std::move(topo)), params_(params), graph_(FabricGraph::Build(*topo_, {})) {
+  load_.assign(static_cast<size_t>(graph_.num_edges()), 0.0);
+}
+
+void Placement::SetPolicy(const v1::PolicySet& set) {
+  policy_ = loom::policy::PolicyEngine(set);
+  RecomputeDedication();
+  for (auto& [id, rec] : jobs_) rec.decision = policy_.Evaluate(rec.job);
+}
+
+bool Placement::SetDownLinks(const std::set<std::string>& down) {
+  if (down == down_) return false;
+  down_ = down;
+  graph_ = FabricGraph::Build(*topo_, down_);
+  return true;
+}
+
+uint32_t Placement::ColorOf(const std::string& top) const {
+  int t = graph_.TopIndex(top);
+  return t < 0 ? 0 : kRouteColorBase + static_cast<uint32_t>(t);
+}
+
+std::vector<int> Placement::TopsOfColors(
+    const google::protobuf::RepeatedField<uint32_t>& colors) const {
+  std::set<int> tops;
+  for (uint32_t c : colors) {
+    for (const auto& def : policy_.set().colors()) {
+      if (def.color() != c) continue;
+      for (const auto& m : def.spines()) {
+        auto gt = m.find('>');
+        if (gt != std::string::npos) {
+          int t = graph_.TopIndex(m.substr(gt + 1));
+          if (t >= 0) tops.insert(t);
+          continue;
+        }
+        int t = graph_.TopIndex(m);
+        if (t >= 0) {
+          tops.insert(t);
+          continue;
+        }
+        // A pod spine in a 3-tier fabric stands for the super-spines of its plane.
+        for (int li : topo_->LinksOf(m)) {
+          const auto& l = topo_->topology().links(li);
+          int up = graph_.TopIndex(l.a().device() == m ? l.b().device() : l.a().device());
+          if (up >= 0) tops.insert(up);
+        }
+      }
+    }
+  }
+  return {tops.begin(), tops.end()};
+}
+
+void Placement::RecomputeDedication() {
+  dedicated_.clear();
+  std::set<int> pinned;
+  std::vector<std::string> floating;
+  for (const auto& rule : policy_.set().rules()) {
+    if (rule.action().isolation() != v1::ISOLATION_DEDICATED) continue;
+    for (const auto& tenant : rule.match().tenants()) {
+      if (rule.action().colors().empty()) {
+        floating.push_back(tenant);
+      } else {
+        for (int t : TopsOfColors(rule.action().colors())) {
+          dedicated_[tenant].insert(t);
+          pinned.insert(t);
+        }
+      }
+    }
+  }
+  std::sort(floating.begin(), floating.end());
+  floating.erase(std::unique(floating.begin(), floating.end()), floating.end());
+  std::vector<int> free;
+  for (int t = 0; t < graph_.num_tops(); ++t) {
+    if (!pinned.count(t)) free.push_back(t);
+  }
+  if (floating.empty() || free.empty()) return;
+  // Equal shares; shared traffic keeps at least one top.
+  size_t share = std::max<size_t>(1, (free.size() - 1) / floating.size());
+  for (size_t i = 0; i < floating.size(); ++i) {
+    for (size_t k = 0; k < share && i * share + k < free.size() - 1; ++k) {
+      dedicated_[floating[i]].insert(free[i * share + k]);
+    }
+  }
+}
+
+std::vector<int> Placement::AllowedTops(const JobRec& rec) const {
+  const auto& action = rec.decision.action;
+  const std::string& tenant = rec.job.tenant();
+  std::vector<int> allowed;
+  if (auto it = dedicated_.find(tenant);
+      it != dedicated_.end() && action.isolation() == v1::ISOLATION_DEDICATED) {
+    allowed.assign(it->second.begin(), it->second.end());
+  } else if (!action.colors().empty()) {
+    allowed = TopsOfColors(action.colors());
+  } else {
+    for (int t = 0; t < graph_.num_tops(); ++t) allowed.push_back(t);
+  }
+  // Never cross another tenant's dedicated tops.
+  std::vector<int> out;
+  for (int t : allowed) {
+    bool foreign = false;
+    for (const auto& [other, tops] : dedicated_) {
+      if (other != tenant && tops.count(t)) foreign = true;
+    }
+    if (!foreign) out.push_back(t);
+  }
+  return out;
+}
+
+void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& current) const {
+  rec.units.clear();
+  std::map<std::string, std::map<int, double>> by_dst;  // dst nic -> src leaf -> rate
+  for (const auto& d : JobDemand(rec.job, *topo_)) {
+    int src = graph_.NicLeaf(d.src_nic), dst = graph_.NicLeaf(d.dst_nic);
+    if (src < 0 || dst < 0 || src == dst) continue;  // local to a leaf: no fabric path
+    by_dst[d.dst_nic][src] += d.rate_bps;
+  }
+  std::vector<int> allowed = AllowedTops(rec);
+  for (const auto& [dst, sources] : by_dst) {
+    Unit u;
+    u.job_id = rec.job.job_id();
+    u.dst_nic = dst;
+    u.dst_leaf = graph_.NicLeaf(dst);
+    u.sources.assign(sources.begin(), sources.end());
+    u.allowed = allowed;
+    if (allowed.empty()) u.allowed = {-1};  // nothing allowed: no candidate matches
+    if (auto it = current.find(dst); it != current.end()) u.current = it->second;
+    rec.units.push_back(std::move(u));
+  }
+}
+
+void Placement::AddLoad(const JobRec& rec, double sign) {
+  std::vector<int> edges;
+  for (size_t u = 0; u < rec.units.size(); ++u) {
+    if (u >= rec.top.size() || rec.top[u] < 0) continue;
+    for (const auto& [src, rate] : rec.units[u].sources) {
+      if (graph_.PathEdges(src, rec.units[u].dst_leaf, rec.top[u], &edges)) {
+        for (int e : edges) load_[static_cast<size_t>(e)] += sign * rate;
+      }
+    }
+  }
+}
+
+void Placement::UpdateMax() {
+  max_utilization_ = 0;
+  for (int e = 0; e < graph_.num_edges(); ++e) {
+    if (graph_.capacity(e) > 0) {
+      max_utilization_ =
+          std::max(max_utilization_, load_[static_cast<size_t>(e)] / graph_.capacity(e));
+    }
+  }
+}
+
+v1::PathAssignment Placement::Upsert(const v1::Job& job) {
+  std::map<std::string, int> current;
+  if (auto it = jobs_.find(job.job_id()); it != jobs_.end()) {
+    AddLoad(it->second, -1);
+    for (size_t u = 0; u < it->second.units.size(); ++u) {
+      current[it->second.units[u].dst_nic] = it->second.top[u];
+    }
+  } else {
+    for (const auto& r : job.status().assignment().routes()) {
+      current[r.destination()] = graph_.TopIndex(r.via());
+    }
+  }
+  JobRec& rec = jobs_[job.job_id()];
+  rec.job = job;
+  rec.decision = policy_.Evaluate(job);
+  BuildUnits(rec, current);
+  PlacementResult r = Place(graph_, rec.units, params_, PlacementMode::kIncremental, &load_);
+  rec.top = r.top;
+  rec.backup = r.backup;
+  rec.reason = r.reason;
+  AddLoad(rec, +1);
+  UpdateMax();
+  return MakeAssignment(rec);
+}
+
+void Placement::Remove(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  AddLoad(it->second, -1);
+  jobs_.erase(it);
+  UpdateMax();
+}
+
+std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mode) {
+  // Rebuild units (allowed tops may have changed with policy or failures),
+  // keeping current tops as the starting point.
+  std::vector<Unit> all;
+  std::vector<std::pair<JobRec*, size_t>> owner;
+  std::map<std::string, std::string> before;
+  for (auto& [id, rec] : jobs_) {
+    std::map<std::string, int> current;
+    for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
+      current[rec.units[u].dst_nic] = rec.top[u];
+    }
+    before[id] = RouteKey(MakeAssignment(rec));
+    rec.decision = policy_.Evaluate(rec.job);
+    BuildUnits(rec, current);
+    for (size_t u = 0; u < rec.units.size(); ++u) {
+      all.push_back(rec.units[u]);
+      owner.emplace_back(&rec, u);
+    }
+  }
+  PlacementResult r = Place(graph_, all, params_, mode);
+  for (auto& [id, rec] : jobs_) {
+    rec.top.assign(rec.units.size(), -1);
+    rec.backup.assign(rec.units.size(), -1);
+    rec.reason.assign(rec.units.size(), "");
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    auto [rec, u] = owner[i];
+    rec->top[u] = r.top[i];
+    rec->backup[u] = r.backup[i];
+    rec->reason[u] = r.reason[i];
+  }
+  load_ = r.edge_load;
+  UpdateMax();
+  std::map<std::string, v1::PathAssignment> changed;
+  for (auto& [id, rec] : jobs_) {
+    v1::PathAssignment a = MakeAssignment(rec);
+    if (RouteKey(a) != before[id]) changed[id] = a;
+  }
+  return changed;
+}
+
+std::string Placement::RouteKey(const v1::PathAssignment& a) {
+  std::string key;
+  for (const auto& r : a.routes()) {
+    key += r.destination() + ">" + r.via() + "|" + r.backup_via() + ";";
+  }
+  return key;
+}
+
+v1::PathAssignment Placement::AssignmentOf(const std::string& job_id) const {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? v1::PathAssignment() : MakeAssignment(it->second);
+}
+
+v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
+  v1::PathAssignment a;
+  std::map<std::string, int> uses, backups;
+  double worst = 0;
+  int unplaced = 0;
+  std::vector<int> edges;
+  for (size_t u = 0; u < rec.units.size(); ++u) {
+    const Unit& unit = rec.units[u];
+    auto* r = a.add_routes();
+    r->set_destination(unit.dst_nic);
+    r->set_reason(u < rec.reason.size() ? rec.reason[u] : "");
+    int t = u < rec.top.size() ? rec.top[u] : -1;
+    int b = u < rec.backup.size() ? rec.backup[u] : -1;
+    if (t < 0) {
+      ++unplaced;
+      continue;
+    }
+    r->set_via(graph_.top(t));
+    r->set_color(kRouteColorBase + static_cast<uint32_t>(t));
+    uses[graph_.top(t)]++;
+    if (b >= 0) {
+      r->set_backup_via(graph_.top(b));
+      r->set_backup_color(kRouteColorBase + static_cast<uint32_t>(b));
+      backups[graph_.top(b)]++;
+    }
+    for (const auto& [src, rate] : unit.sources) {
+      (void)rate;
+      if (!graph_.PathEdges(src, unit.dst_leaf, t, &edges)) continue;
+      for (int e : edges) {
+        if (graph_.capacity(e) > 0) {
+          worst = std::max(worst, load_[static_cast<size_t>(e)] / graph_.capacity(e));
+        }
+      }
+    }
+  }
+  std::vector<std::string> spines, backup_spines;
+  std::string most;
+  int most_n = 0;
+  for (const auto& [s, n] : uses) {
+    spines.push_back(s);
+    if (n > most_n) {
+      most = s;
+      most_n = n;
+    }
+  }
+  for (const auto& [s, n] : backups) backup_spines.push_back(s);
+  for (const auto& s : spines) a.add_primary_spines(s);
+  for (const auto& s : backup_spines) a.add_backup_spines(s);
+  const auto& action = rec.decision.action;
+  if (!action.colors().empty()) {
+    a.set_primary_color(action.colors(0));
+  } else if (!most.empty()) {
+    a.set_primary_color(ColorOf(most));
+  }
+  if (action.backup_color() != 0) {
+    a.set_backup_color(action.backup_color());
+  } else if (!backups.empty()) {
+    auto best = std::max_element(backups.begin(), backups.end(),
+                                 [](const auto& x, const auto& y) { return x.second < y.second; });
+    a.set_backup_color(ColorOf(best->first));
+  }
+  a.set_policy_rule(rec.decision.rule_name);
+  a.set_predicted_max_utilization(worst);
+  std::string reason = "policy " + rec.decision.rule_name;
+  if (action.isolation() == v1::ISOLATION_DEDICATED) reason += " (dedicated spines)";
+  if (rec.units.empty()) {
+    reason += "; the job's traffic stays within its leaves (no spine path needed)";
+  } else {
+    reason += "; " + std::to_string(rec.units.size() - static_cast<size_t>(unplaced)) + " of " +
+              std::to_string(rec.units.size()) + " destination(s) pinned over " + Join(spines) +
+              "; predicted busiest link of the job at " + Percent(worst);
+    if (unplaced > 0) {
+      reason += "; " + std::to_string(unplaced) +
+                " destination(s) have no live path within the allowed spines";
+    }
+  }
+  a.set_reason(reason);
+  return a;
+}
+
+std::map<std::string, v1::DeviceState> Placement::DesiredStates() const {
+  std::map<std::string, v1::DeviceState> out;
+  const auto& topo = topo_->topology();
+  for (const auto& d : topo.devices()) {
+    if (d.role() == v1::DEVICE_ROLE_LEAF || d.role() == v1::DEVICE_ROLE_SPINE ||
+        d.role() == v1::DEVICE_ROLE_SUPER_SPINE) {
+      out[d.id()].set_device(d.id());
+    }
+  }
+  // Color tables: on a leaf, color(t) -> first hop towards t; on a pod spine
+  // (3-tier), color(t) -> t.
+  for (int l = 0; l < graph_.num_leaves(); ++l) {
+    auto& st = out[graph_.leaf(l)];
+    for (int t = 0; t < graph_.num_tops(); ++t) {
+      std::string hop = graph_.FirstHop(l, t);
+      if (hop.empty()) continue;
+      auto* c = st.add_colors();
+      c->set_color(kRouteColorBase + static_cast<uint32_t>(t));
+      c->add_next_hops(hop);
+      if (graph_.three_tier()) {
+        auto& sp = out[hop];
+        bool have = false;
+        for (const auto& x : sp.colors()) have |= x.color() == c->color();
+        if (!have) {
+          auto* sc = sp.add_colors();
+          sc->set_color(c->color());
+          sc->add_next_hops(graph_.top(t));
+        }
+      }
+    }
+  }
+  std::set<std::pair<std::string, std::string>> spine_routes;  // (spine, destination)
+  for (const auto& [id, rec] : jobs_) {
+    for (size_t u = 0; u < rec.units.size(); ++u) {
+      if (u >= rec.top.size() || rec.top[u] < 0) continue;
+      const Unit& unit = rec.units[u];
+      v1::ColoredRoute route;
+      route.set_destination(unit.dst_nic);
+      route.set_color(kRouteColorBase + static_cast<uint32_t>(rec.top[u]));
+      if (rec.backup[u] >= 0) {
+        route.set_backup_color(kRouteColorBase + static_cast<uint32_t>(rec.backup[u]));
+      }
+      route.set_job_id(id);
+      route.set_traffic_class(rec.job.traffic_class());
+      for (int l = 0; l < graph_.num_leaves(); ++l) {
+        if (l == unit.dst_leaf) continue;
+        *out[graph_.leaf(l)].add_routes() = route;
+        if (graph_.three_tier()) {
+          std::string hop = graph_.FirstHop(l, rec.top[u]);
+          // Pod spines of other pods forward up on the route's color.
+          if (!hop.empty() && graph_.FirstHop(unit.dst_leaf, rec.top[u]) != hop &&
+              spine_routes.emplace(hop, unit.dst_nic).second) {
+            *out[hop].add_routes() = route;
+          }
+        }
+      }
+    }
+    if (rec.decision.action.spray_eligible()) {
+      for (int l = 0; l < graph_.num_leaves(); ++l) {
+        auto* s = out[graph_.leaf(l)].add_spray_rules();
+        s->set_traffic_class(rec.job.traffic_class());
+        if (rec.job.qp_ranges_size() == 1) {
+          s->set_qp_first(rec.job.qp_ranges(0).first());
+          s->set_qp_last(rec.job.qp_ranges(0).last());
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace loom::te

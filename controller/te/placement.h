@@ -1,0 +1,104 @@
+// Placement: the controller's TELB state — which path every job's traffic
+// takes — and the per-device forwarding state that realizes it.
+//
+// Role: turns (topology, down links, policy, jobs) into PathAssignments and
+// desired DeviceStates, using the pure path engine. Triggered by the
+// controller on job registration/update/release (incremental placement),
+// and on topology changes (drains, failures) or periodic re-optimization
+// (full recompute with stability). Thread: the controller strand only.
+//
+// Colors. Route colors are per top device (spine in 2-tier, super-spine in
+// 3-tier): color = kRouteColorBase + top index, so one BGP-DPF fabric color
+// per spine plane. Policy colors (ids < kRouteColorBase) restrict which tops
+// a job may use. Isolation: tops pinned to a dedicated tenant by its policy
+// colors, or handed out to dedicated tenants without colors (an equal share
+// of the free tops each, deterministic by tenant name), carry no other
+// tenant's traffic.
+#ifndef LOOM_CONTROLLER_TE_PLACEMENT_H_
+#define LOOM_CONTROLLER_TE_PLACEMENT_H_
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/topology/topology_index.h"
+#include "controller/te/path_engine.h"
+#include "loom/v1/device_state.pb.h"
+#include "loom/v1/job.pb.h"
+#include "policy/policy_engine.h"
+
+namespace loom::te {
+
+constexpr uint32_t kRouteColorBase = 65536;
+
+class Placement {
+ public:
+  Placement(std::shared_ptr<const loom::topology::TopologyIndex> topo, PlacementParams params);
+
+  // Installs a (validated) policy set. Takes effect for jobs placed after;
+  // call Recompute() to apply it to existing jobs.
+  void SetPolicy(const loom::v1::PolicySet& set);
+  const loom::policy::PolicyEngine& policy() const { return policy_; }
+  // Links that carry nothing (drained or failed). Rebuilds the graph;
+  // returns true when the set changed (the caller then recomputes).
+  bool SetDownLinks(const std::set<std::string>& down);
+
+  // Adds or replaces a job and places its traffic incrementally around the
+  // other jobs. A job whose status already carries routes (reloaded after a
+  // restart) keeps them where they are still feasible.
+  loom::v1::PathAssignment Upsert(const loom::v1::Job& job);
+  void Remove(const std::string& job_id);
+  bool Has(const std::string& job_id) const { return jobs_.count(job_id) > 0; }
+
+  // The substance of an assignment: destinations and their primary and
+  // backup paths (reasons and predictions excluded).
+  static std::string RouteKey(const loom::v1::PathAssignment& a);
+  // Current assignment of a job (empty when unknown).
+  loom::v1::PathAssignment AssignmentOf(const std::string& job_id) const;
+
+  // Recomputes every job. Returns the assignments whose routes changed.
+  std::map<std::string, loom::v1::PathAssignment> Recompute(PlacementMode mode);
+
+  // Desired state of every switch (leaves and spines; super-spines have no
+  // choices to make).
+  std::map<std::string, loom::v1::DeviceState> DesiredStates() const;
+
+  double max_utilization() const { return max_utilization_; }
+  const FabricGraph& graph() const { return graph_; }
+  // Color of a top device; 0 when unknown.
+  uint32_t ColorOf(const std::string& top) const;
+
+ private:
+  struct JobRec {
+    loom::v1::Job job;
+    loom::policy::Decision decision;
+    std::vector<Unit> units;
+    std::vector<int> top, backup;
+    std::vector<std::string> reason;
+  };
+
+  void BuildUnits(JobRec& rec, const std::map<std::string, int>& current) const;
+  std::vector<int> AllowedTops(const JobRec& rec) const;
+  void RecomputeDedication();
+  void AddLoad(const JobRec& rec, double sign);
+  loom::v1::PathAssignment MakeAssignment(const JobRec& rec) const;
+  std::vector<int> TopsOfColors(const google::protobuf::RepeatedField<uint32_t>& colors) const;
+  void UpdateMax();
+
+  std::shared_ptr<const loom::topology::TopologyIndex> topo_;
+  PlacementParams params_;
+  loom::policy::PolicyEngine policy_;
+  std::set<std::string> down_;
+  FabricGraph graph_;
+  std::map<std::string, JobRec> jobs_;
+  std::vector<double> load_;  // per edge, all placed units
+  double max_utilization_ = 0;
+  // tenant -> tops reserved for it (dedicated isolation).
+  std::map<std::string, std::set<int>> dedicated_;
+};
+
+}  // namespace loom::te
+
+#endif  // LOOM_CONTROLLER_TE_PLACEMENT_H_
