@@ -1,0 +1,29 @@
+// Helpers over loom.v1.DeviceState shared by the reconciler and drivers.
+#ifndef LOOM_SOUTHBOUND_WIRE_DEVICE_STATE_UTIL_H_
+#define LOOM_SOUTHBOUND_WIRE_DEVICE_STATE_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "loom/v1/device_state.pb.h"
+
+namespace loom::southbound {
+
+// Sorts every repeated field into a canonical order (colors by id, routes by
+// destination and class, ...), so equal states compare and serialize equal.
+void Canonicalize(loom::v1::DeviceState* s);
+
+// True when `a` and `b` program the same thing (generation ignored).
+bool SameContent(const loom::v1::DeviceState& a, const loom::v1::DeviceState& b);
+
+// Names of the parts that differ: "colors", "routes", "weights", "dlb",
+// "alb_tables", "spray_rules", "thresholds".
+std::vector<std::string> DifferingParts(const loom::v1::DeviceState& a,
+                                        const loom::v1::DeviceState& b);
+
+// Deterministic fingerprint of the content (generation ignored).
+std::string ContentKey(const loom::v1::DeviceState& s);
+
+}  // namespace loom::southbound
+
+#endif  // LOOM_SOUTHBOUND_WIRE_DEVICE_STATE_UTIL_H_
