@@ -8,11 +8,15 @@
 // its RSS is its own.
 //
 //   sim_fabric_bench [--gpus 256,1024,4096] [--duration-us 100000] [--step-ns 5000]
+//                    [--qps 1] [--digest] [--collective ring-allreduce]
+// --digest prints a hash of every QP's and interface's counters after the run
+// (equal digests = byte-identical results; used to check optimizations).
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -33,7 +37,47 @@ long PeakRssKb() {
   return -1;
 }
 
-int RunOne(int gpus, loom::TimeNs duration, loom::TimeNs step, int qps) {
+// A digest of every QP's and interface's state (bit patterns): equal digests mean
+// byte-identical runs (used to check that an optimization changed no result).
+uint64_t Digest(const loom::sim::Fabric& fab) {
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ULL + (h >> 29); };
+  auto mixd = [&mix](double d) {
+    uint64_t u;
+    std::memcpy(&u, &d, sizeof(u));
+    mix(u);
+  };
+  for (const auto& q : fab.GetQps()) {
+    mixd(q.rate_bps);
+    mixd(q.target_bps);
+    mixd(q.alpha);
+    mixd(q.sent_bytes);
+    mixd(q.delivered_bytes);
+    mix(q.cnps);
+  }
+  for (const auto& d : fab.Devices()) {
+    for (const auto& i : fab.Interfaces(d)) {
+      loom::sim::InterfaceCounters c;
+      (void)fab.GetInterfaceCounters(d, i, &c);
+      mix(c.out_octets);
+      mix(c.in_octets);
+      mix(c.in_discards);
+      for (int p = 0; p < loom::sim::kPriorities; ++p) {
+        loom::sim::QueueCounters qc;
+        (void)fab.GetQueueCounters(d, i, p, &qc);
+        mix(qc.transmit_octets);
+        mix(qc.ecn_marked_octets);
+        mix(qc.watermark_bytes);
+        mix(qc.dropped_octets);
+        mix(qc.current_depth_bytes);
+      }
+    }
+  }
+  return h;
+}
+
+int RunOne(int gpus, loom::TimeNs duration, loom::TimeNs step, int qps, bool digest,
+           loom::sim::Collective coll) {
   using namespace loom::sim;
   loom::topology::RailParams rp;
   rp.hosts = gpus / 8;
@@ -56,7 +100,7 @@ int RunOne(int gpus, loom::TimeNs duration, loom::TimeNs step, int qps) {
   }
   JobSpec j;
   j.id = "ring";
-  j.collective = Collective::kRingAllReduce;
+  j.collective = coll;
   for (int g = 0; g < 8; ++g) {
     for (int h = 0; h < rp.hosts; ++h) {
       char id[48];
@@ -84,6 +128,7 @@ int RunOne(int gpus, loom::TimeNs duration, loom::TimeNs step, int qps) {
       gpus, static_cast<size_t>(topo.links_size()), fab->qp_count(), static_cast<long long>(step),
       sim, wall, sim / wall, static_cast<double>(fab->flow_hop_updates()) / wall / 1e6,
       delivered * 8 / sim / 1e12, PeakRssKb() / 1024.0);
+  if (digest) std::printf("digest %016llx\n", static_cast<unsigned long long>(Digest(*fab)));
   std::fflush(stdout);
   return 0;
 }
@@ -93,11 +138,12 @@ int RunOne(int gpus, loom::TimeNs duration, loom::TimeNs step, int qps) {
 int main(int argc, char** argv) {
   loom::Flags flags;
   std::string err;
-  if (!flags.Parse(argc, argv, 1, {"gpus", "duration-us", "step-ns", "qps"}, {"help"}, &err) ||
+  if (!flags.Parse(argc, argv, 1, {"gpus", "duration-us", "step-ns", "qps", "collective"},
+                   {"help", "digest"}, &err) ||
       flags.Has("help")) {
     std::fprintf(stderr,
                  "usage: sim_fabric_bench [--gpus 256,1024,4096] [--duration-us 100000] "
-                 "[--step-ns 5000] [--qps 1]\n%s\n",
+                 "[--step-ns 5000] [--qps 1] [--digest] [--collective ring-allreduce]\n%s\n",
                  err.c_str());
     return flags.Has("help") ? 0 : 2;
   }
@@ -107,13 +153,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 2;
   }
+  loom::sim::Collective coll = loom::sim::Collective::kRingAllReduce;
+  if (!loom::sim::ParseCollective(flags.Get("collective", "ring-allreduce"), &coll)) {
+    std::fprintf(stderr, "unknown --collective\n");
+    return 2;
+  }
   std::vector<int> sizes;
   std::stringstream ss(flags.Get("gpus", "256,1024,4096"));
   for (std::string item; std::getline(ss, item, ',');) sizes.push_back(std::stoi(item));
   int rc = 0;
   for (int g : sizes) {
     const pid_t pid = fork();
-    if (pid == 0) _exit(RunOne(g, dur_us * loom::kNsPerUs, step, static_cast<int>(qps)));
+    if (pid == 0) {
+      _exit(RunOne(g, dur_us * loom::kNsPerUs, step, static_cast<int>(qps), flags.Has("digest"),
+                   coll));
+    }
     int status = 0;
     waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
