@@ -88,8 +88,7 @@ bool DcqcnRp::OnCnp(TimeNs now) {
   return true;
 }
 
-void DcqcnRp::OnBytesSent(double bytes, TimeNs /*now*/) {
-  byte_acc_ += bytes;
+void DcqcnRp::ByteCounterEvents() {
   while (byte_acc_ >= p_.b_bytes) {
     byte_acc_ -= p_.b_bytes;
     ++b_;

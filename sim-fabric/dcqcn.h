@@ -72,7 +72,10 @@ class DcqcnRp {
   // A CNP arrives at `now` (call AdvanceTo(now) first). Returns false when ignored.
   bool OnCnp(TimeNs now);
   // `bytes` were sent at `now`; fires byte-counter increase events.
-  void OnBytesSent(double bytes, TimeNs now);
+  void OnBytesSent(double bytes, TimeNs /*now*/) {
+    byte_acc_ += bytes;
+    if (byte_acc_ >= p_.b_bytes) ByteCounterEvents();
+  }
 
   double rate_bps() const { return rc_; }
   double target_bps() const { return rt_; }
@@ -86,12 +89,15 @@ class DcqcnRp {
 
  private:
   void Increase();
+  void ByteCounterEvents();
 
-  DcqcnParams p_;
-  double line_ = 0, rc_ = 0, rt_ = 0, alpha_ = 1;
+  // State first (hot in the engine's step loop), parameters after.
+  double rc_ = 0, byte_acc_ = 0;
+  TimeNs next_t_ = 0, next_k_ = 0;
+  double line_ = 0, rt_ = 0, alpha_ = 1;
   int t_ = 0, b_ = 0;
-  double byte_acc_ = 0;
-  TimeNs next_t_ = 0, next_k_ = 0, last_cut_ = INT64_MIN / 2;
+  TimeNs last_cut_ = INT64_MIN / 2;
+  DcqcnParams p_;
 };
 
 }  // namespace loom::sim

@@ -103,37 +103,45 @@ bool ParseFaultKind(const std::string& s, FaultKind* k) {
 struct Fabric::Impl {
   // One direction of a link: the egress side at `node`, toward `peer_node`.
   struct Port {
+    // Hot (step loop) fields first.
     int node = -1, peer_node = -1, peer_port = -1, link = -1;
     bool live = true;     // admin up and both ends up (cached)
     bool sw = false;      // `node` is a switch
     bool pfc_on = false;  // cached from the node's PfcConfig
     uint8_t lossless = 0;
-    double dyn_alpha = 0, lossy_alpha = 1, buffer = 0;
-    double nominal_bps = 0, cap_bps = 0;
-    TimeNs delay = 0;
-    bool admin_up = true;
+    uint8_t ecn_mask = 0;              // priorities with ECN marking on (bit per priority)
+    double cap_bps = 0, cap_step = 0;  // capacity and capacity x step in bytes (cached)
     double error_rate = 0;
-    double out_octets = 0, in_octets = 0, out_discards = 0, in_discards = 0, in_errors = 0;
-    uint64_t carrier = 0;
+    double out_octets = 0, in_octets = 0;
     TimeNs served_t = -1;
     double served = 0;
-    // DLB load estimate.
-    double ewma_bps = 0, ewma_bytes = 0, provisional_bps = 0;
-    TimeNs ewma_t = 0;
+    double dyn_alpha = 0, lossy_alpha = 1, buffer = 0;
+    double xoff = 0, xon = 0, headroom = 0;
+    TimeNs quanta_ns = 0;  // PFC pause time of the node's quanta at this port's speed
     // Effective per-port thresholds (from the switch config and the port speed).
     double kmin[kPriorities] = {}, kmax[kPriorities] = {}, pmax[kPriorities] = {};
     bool ecn_on[kPriorities] = {};
-    double xoff = 0, xon = 0, headroom = 0;
+    double nominal_bps = 0;
+    TimeNs delay = 0;
+    bool admin_up = true;
+    double out_discards = 0, in_discards = 0, in_errors = 0;
+    uint64_t carrier = 0;
+    // DLB load estimate.
+    double ewma_bps = 0, ewma_bytes = 0, provisional_bps = 0;
+    TimeNs ewma_t = 0;
     std::string iface;
   };
-  struct Queue {
-    double q = 0, arr = 0, s = 0, p = 0;
+  // Hot fields in the first cache line.
+  struct alignas(64) Queue {
+    double q = 0, arr = 0, s = 0, p = 0, tx = 0;
+    TimeNs paused_until = 0;
     bool active = false, dropping = false;
-    double tx = 0, drop = 0, marked = 0, wm = 0;
-    TimeNs paused_until = 0, pause_start = -1, last_pfc_rx = -kNever;
+    WatchdogState wd = WatchdogState::kOperational;
+    double marked = 0;
+    double drop = 0, wm = 0;
+    TimeNs pause_start = -1, last_pfc_rx = -kNever;
     double pause_ns = 0;
     uint64_t pfc_rx = 0;
-    WatchdogState wd = WatchdogState::kOperational;
     TimeNs wd_since = -1;
     uint64_t wd_detected = 0, wd_restored = 0;
   };
@@ -181,25 +189,25 @@ struct Fabric::Impl {
     Hop h[kMaxHops];
     double delivered = 0, marked_prob = 0;
   };
+  // Hot (step loop) fields first.
   struct Qp {
     int id = 0, job = -1, transfer = -1;
     int src = -1, dst = -1;  // NIC indexes
-    bool local = false;
-    uint32_t dest_qp = 0, sport = 0;
     int prio = 3;
-    uint32_t color = 0;
-    double cap_bps = 0;
-    DcqcnRp rp;
-    double quota = 0, total = 0, sent = 0, delivered = 0;
+    bool local = false, active = false, routed = false, dlb = false, stopped = false;
+    double quota = 0, sent = 0, delivered = 0, cap_bps = 0, send_bps = 0;
     double lifetime_sent = 0, lifetime_delivered = 0;
-    bool active = false, routed = false, dlb = false, stopped = false;
     TimeNs min_inactivity = kNever, last_send = -kNever, next_spray = 0;
+    int spray_node = -1;
     std::vector<int> pfs;
     std::vector<double> w;
-    std::vector<std::vector<int>> last_ports;  // per subflow, for DLB stickiness
-    int spray_node = -1;
     TimeNs cnp_delay = 0, last_cnp = -kNever;
-    double mark_acc = 0, send_bps = 0;
+    double mark_acc = 0;
+    DcqcnRp rp;
+    uint32_t dest_qp = 0, sport = 0;
+    uint32_t color = 0;
+    double total = 0;
+    std::vector<std::vector<int>> last_ports;  // per subflow, for DLB stickiness
     uint64_t cnps = 0;
   };
   struct Transfer {
@@ -209,6 +217,11 @@ struct Fabric::Impl {
     bool done = false;
   };
   struct Job {
+    // Gated transfers whose gate delivered bytes this step (bit per transfer index),
+    // and for each transfer the transfers it gates.
+    std::vector<uint64_t> gate_dirty;
+    std::vector<std::vector<int>> dependents;
+    bool any_dirty = false;
     JobSpec spec;
     JobStatus st;
     std::vector<int> rank_nic;
@@ -250,7 +263,27 @@ struct Fabric::Impl {
   std::map<int64_t, GroupCfg> groups;
   std::vector<double> alb_bytes;
   std::vector<double> buf;  // shared buffer in use, per node
-  std::vector<int> active_q, next_q, active_ing, active_qps, active_nics, storm_nics;
+  // A list of distinct indexes with a fixed capacity (no allocation in the step loop).
+  struct IndexList {
+    std::vector<int> v;
+    size_t n = 0;
+    void Reset(size_t cap) {
+      v.assign(cap, 0);
+      n = 0;
+    }
+    void Push(int x) { v[n++] = x; }
+    void Swap(IndexList& o) {
+      v.swap(o.v);
+      std::swap(n, o.n);
+    }
+  };
+  IndexList active_q, next_q, active_ing;
+  std::vector<int> active_qps, active_nics, storm_nics, dirty_jobs;
+  struct Demand {
+    double bps;
+    int qp;
+  };
+  std::vector<Demand> dem;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   uint64_t seq = 0;
   Rng rng;
@@ -350,6 +383,9 @@ struct Fabric::Impl {
     RefreshLive();
     queues.resize(ports.size() * kPriorities);
     ingress.resize(ports.size() * kPriorities);
+    active_q.Reset(queues.size());
+    next_q.Reset(queues.size());
+    active_ing.Reset(ingress.size());
     for (size_t n = 0; n < nodes.size(); ++n) ApplyPortThresholds(static_cast<int>(n));
     ArmWatchdog();
     return true;
@@ -383,7 +419,18 @@ struct Fabric::Impl {
       pt.headroom = c.headroom_bytes > 0 ? c.headroom_bytes
                                          : BytesPerStep(pt.nominal_bps, 2 * pt.delay + 2 * dt()) +
                                                2 * opt().mtu_bytes;
+      pt.quanta_ns = static_cast<TimeNs>(c.quanta * 512.0 * 1e9 / std::max(1.0, pt.nominal_bps));
+      pt.ecn_mask = 0;
+      for (int pr = 0; pr < kPriorities; ++pr) {
+        if (pt.ecn_on[pr]) pt.ecn_mask |= static_cast<uint8_t>(1u << pr);
+      }
+      SetCap(pt, pt.cap_bps);
     }
+  }
+
+  void SetCap(Port& pt, double bps) {
+    pt.cap_bps = bps;
+    pt.cap_step = BytesPerStep(bps, dt());
   }
 
   void ArmWatchdog() {
@@ -664,7 +711,42 @@ struct Fabric::Impl {
     return moved;
   }
 
-  void Admit(PathFlow& pf, int h, double x, Qp& qp);
+  // Admits `x` bytes of a path flow at hop `h` (ingress accounting, PFC headroom
+  // or shared-buffer limit; the excess is a counted drop).
+  [[gnu::always_inline]] inline void Admit(PathFlow& pf, int h, double x, Qp& qp) {
+    Hop& hp = pf.h[h];
+    double accepted = x;
+    if (hp.ing >= 0) {
+      Port& ip = ports[hp.ing / kPriorities];  // ingress port, same switch as the egress
+      if (ip.sw) {
+        double& used = buf[ip.node];
+        Ingress& in = ingress[hp.ing];
+        if (ip.pfc_on && (ip.lossless & (1u << qp.prio))) {
+          const double xoff =
+              ip.dyn_alpha > 0 ? ip.dyn_alpha * std::max(0.0, ip.buffer - used) : ip.xoff;
+          accepted = std::min(x, std::max(0.0, xoff + ip.headroom - in.bytes));
+        } else {
+          const Queue& q = queues[hp.q];
+          const double limit = ip.lossy_alpha * std::max(0.0, ip.buffer - used);
+          accepted = std::min(x, std::max(0.0, limit - q.q - q.arr));
+        }
+        if (accepted < x) {
+          const double drop = x - accepted;
+          queues[hp.q].drop += drop;
+          ip.in_discards += drop;
+          qp.sent = std::max(0.0, qp.sent - drop);
+        }
+        if (accepted <= 0) return;
+        in.bytes += accepted;
+        used += accepted;
+        ActivateIngress(hp.ing);
+      }
+    }
+    hp.in += accepted;
+    Queue& q = queues[hp.q];
+    q.arr += accepted;
+    ActivateQueue(hp.q);
+  }
 
   // (Re)builds the QP's path flows. Bytes in flight move to the new path at the
   // first hop that changed; bytes on dead ports are lost (and resent).
@@ -739,7 +821,13 @@ struct Fabric::Impl {
     } else {
       dropped += residual;
     }
-    if (dropped > 0) qp.sent = std::max(0.0, qp.sent - dropped);  // go-back-N resend
+    if (dropped > 0) {
+      qp.sent = std::max(0.0, qp.sent - dropped);  // go-back-N resend
+      // An idle QP of a gated job is re-activated by its gate update.
+      if (!qp.active && qp.job >= 0 && qp.transfer >= 0 && jobs[qp.job].gated) {
+        MarkTransfer(qp.job, qp.transfer);
+      }
+    }
     // CNP return delay: propagation of every link plus the per-switch latency.
     qp.cnp_delay = 0;
     if (!qp.last_ports.empty()) {
@@ -768,15 +856,35 @@ struct Fabric::Impl {
   void ActivateQueue(int q) {
     if (!queues[q].active) {
       queues[q].active = true;
-      next_q.push_back(q);
+      next_q.Push(q);
     }
   }
   void ActivateIngress(int i) {
     if (!ingress[i].active) {
       ingress[i].active = true;
-      active_ing.push_back(i);
+      active_ing.Push(i);
     }
   }
+  // A gate of transfer `ti` of job `ji` moved: its dependents' quotas are
+  // recomputed at the start of the next step (in transfer order).
+  void MarkGateMoved(int ji, int ti) {
+    Job& j = jobs[ji];
+    for (int d : j.dependents[ti]) j.gate_dirty[d >> 6] |= uint64_t{1} << (d & 63);
+    if (!j.any_dirty && !j.dependents[ti].empty()) {
+      j.any_dirty = true;
+      dirty_jobs.push_back(ji);
+    }
+  }
+  void MarkTransfer(int ji, int ti) {
+    Job& j = jobs[ji];
+    if (ti >= static_cast<int>(j.cur.size())) return;
+    j.gate_dirty[ti >> 6] |= uint64_t{1} << (ti & 63);
+    if (!j.any_dirty) {
+      j.any_dirty = true;
+      dirty_jobs.push_back(ji);
+    }
+  }
+  void UpdateGate(Job& j, int ti);
   void ActivateQp(Qp& qp) {
     if (qp.active) return;
     qp.active = true;
@@ -793,50 +901,16 @@ struct Fabric::Impl {
   void FlowPass();
   void PfcPass();
   void WatchdogPoll();
-  void Deliver(Qp& qp);
+  [[gnu::always_inline]] inline void Deliver(Qp& qp);
   void OnPfcFrame(int qi, int quanta);
   void SendPfc(int ing_idx, int quanta);
   void StartIteration(int job);
-  void TransferProgress(Qp& qp, double bytes);
+  [[gnu::always_inline]] inline void TransferProgress(Qp& qp, double bytes);
   void RunFault(const FaultSpec& fs);
   void UpdateGates(Job& j);
 };
 
 // ============================================================================ step
-
-void Fabric::Impl::Admit(PathFlow& pf, int h, double x, Qp& qp) {
-  Hop& hp = pf.h[h];
-  double accepted = x;
-  if (hp.ing >= 0) {
-    const Port& ip = ports[hp.ing / kPriorities];  // ingress port, same switch as the egress
-    if (ip.sw) {
-      double& used = buf[ip.node];
-      Ingress& in = ingress[hp.ing];
-      Queue& q = queues[hp.q];
-      if (ip.pfc_on && (ip.lossless & (1u << qp.prio))) {
-        const double xoff =
-            ip.dyn_alpha > 0 ? ip.dyn_alpha * std::max(0.0, ip.buffer - used) : ip.xoff;
-        accepted = std::min(x, std::max(0.0, xoff + ip.headroom - in.bytes));
-      } else {
-        const double limit = ip.lossy_alpha * std::max(0.0, ip.buffer - used);
-        accepted = std::min(x, std::max(0.0, limit - q.q - q.arr));
-      }
-      if (accepted < x) {
-        const double drop = x - accepted;
-        q.drop += drop;
-        ports[hp.ing / kPriorities].in_discards += drop;
-        qp.sent = std::max(0.0, qp.sent - drop);
-      }
-      if (accepted <= 0) return;
-      in.bytes += accepted;
-      used += accepted;
-      ActivateIngress(hp.ing);
-    }
-  }
-  hp.in += accepted;
-  queues[hp.q].arr += accepted;
-  ActivateQueue(hp.q);
-}
 
 void Fabric::Impl::Step() {
   ProcessEvents();
@@ -848,9 +922,22 @@ void Fabric::Impl::Step() {
     }
   }
   if (now() >= next_wd_poll) WatchdogPoll();
-  for (Job& j : jobs) {
-    if (j.running && j.gated) UpdateGates(j);
+  // Gates: only the transfers whose gate delivered bytes last step (in transfer order).
+  for (int ji : dirty_jobs) {
+    Job& j = jobs[ji];
+    j.any_dirty = false;
+    const bool live = j.running && j.gated;
+    for (size_t w = 0; w < j.gate_dirty.size(); ++w) {
+      uint64_t bits = j.gate_dirty[w];
+      j.gate_dirty[w] = 0;
+      while (live && bits) {
+        const int ti = static_cast<int>(w * 64) + __builtin_ctzll(bits);
+        bits &= bits - 1;
+        UpdateGate(j, ti);
+      }
+    }
   }
+  dirty_jobs.clear();
   Sources();
   QueuePass();
   FlowPass();
@@ -887,230 +974,27 @@ void Fabric::Impl::ProcessEvents() {
   }
 }
 
+void Fabric::Impl::UpdateGate(Job& j, int ti) {
+  Transfer& t = j.cur[ti];
+  double allowed = t.t.bytes;
+  if (!t.t.gates.empty()) {
+    double m = kInf;
+    for (int g : t.t.gates) m = std::min(m, j.cur[g].delivered);
+    allowed = std::min(allowed, t.t.base + m);
+  }
+  const double per = allowed / static_cast<double>(t.qps.size());
+  for (int id : t.qps) {
+    Qp& qp = qps[id];
+    qp.quota = per;
+    if (!qp.active && qp.sent < per - kEps) ActivateQp(qp);
+  }
+}
+
 void Fabric::Impl::UpdateGates(Job& j) {
-  for (Transfer& t : j.cur) {
-    double allowed = t.t.bytes;
-    if (!t.t.gates.empty()) {
-      double m = kInf;
-      for (int g : t.t.gates) m = std::min(m, j.cur[g].delivered);
-      allowed = std::min(allowed, t.t.base + m);
-    }
-    const double per = allowed / static_cast<double>(t.qps.size());
-    for (int id : t.qps) {
-      Qp& qp = qps[id];
-      qp.quota = per;
-      if (!qp.active && qp.sent < per - kEps) ActivateQp(qp);
-    }
-  }
+  for (size_t ti = 0; ti < j.cur.size(); ++ti) UpdateGate(j, static_cast<int>(ti));
 }
 
-void Fabric::Impl::Sources() {
-  const TimeNs t = now(), step = dt();
-  struct Demand {
-    double bps;
-    int qp;
-  };
-  std::vector<Demand> dem;
-  size_t keep_nics = 0;
-  for (size_t ni = 0; ni < active_nics.size(); ++ni) {
-    Nic& nic = nics[active_nics[ni]];
-    // Drop finished QPs from the NIC's active list.
-    size_t keep = 0;
-    for (int id : nic.active) {
-      Qp& qp = qps[id];
-      const bool busy = !qp.stopped && (qp.sent < qp.quota - kEps || qp.sent - qp.delivered > kEps);
-      if (busy) {
-        nic.active[keep++] = id;
-      } else {
-        qp.active = false;
-        qp.send_bps = 0;
-      }
-    }
-    nic.active.resize(keep);
-    if (keep == 0) continue;
-    active_nics[keep_nics++] = active_nics[ni];
-    const double line = std::min(nic.line_bps, ports[nic.port].cap_bps);
-
-    dem.clear();
-    for (int id : nic.active) {
-      Qp& qp = qps[id];
-      qp.send_bps = 0;
-      if (!qp.routed) Route(qp, false);
-      const double left = qp.quota - qp.sent;
-      if (left <= kEps) continue;
-      if (qp.local) {
-        const double b = std::min(left, BytesPerStep(opt().intra_host_bps, step));
-        qp.sent += b;
-        qp.delivered += b;
-        qp.lifetime_sent += b;
-        qp.lifetime_delivered += b;
-        TransferProgress(qp, b);
-        continue;
-      }
-      if (qp.pfs.empty()) continue;
-      const Queue& q0 = queues[nic.port * kPriorities + qp.prio];
-      if (q0.paused_until > t || !PortLive(nic.port)) continue;
-      if (qp.rp.next_event_ns() <= t) qp.rp.AdvanceTo(t);
-      double r = nic.params.enabled ? qp.rp.rate_bps() : line;
-      if (qp.cap_bps > 0) r = std::min(r, qp.cap_bps);
-      r = std::min(r, left * 8e9 / static_cast<double>(step));
-      if (r > 0) dem.push_back({r, id});
-    }
-    if (dem.empty()) continue;
-    double np_out = 0;
-    // Water-filling: fair share of the line among QPs, each capped by its demand.
-    double sum = 0;
-    for (const Demand& d : dem) sum += d.bps;
-    if (sum > line) {
-      std::sort(dem.begin(), dem.end(), [](const Demand& a, const Demand& b) {
-        return a.bps != b.bps ? a.bps < b.bps : a.qp < b.qp;
-      });
-      double rem = line;
-      for (size_t i = 0; i < dem.size(); ++i) {
-        const double share = rem / static_cast<double>(dem.size() - i);
-        dem[i].bps = std::min(dem[i].bps, share);
-        rem -= dem[i].bps;
-      }
-    }
-    for (const Demand& d : dem) {
-      Qp& qp = qps[d.qp];
-      if (qp.dlb && t - qp.last_send >= qp.min_inactivity) Route(qp, false);  // flowlet boundary
-      if (qp.spray_node >= 0 && t >= qp.next_spray) UpdateSprayWeights(qp);
-      const double bytes = BytesPerStep(d.bps, step);
-      qp.last_send = t;
-      qp.send_bps = d.bps;
-      qp.sent += bytes;
-      qp.lifetime_sent += bytes;
-      nic.tx += bytes;
-      if (nic.params.enabled) qp.rp.OnBytesSent(bytes, t);
-      // The NIC never queues (it sends at most its line rate and stops when
-      // paused), so its egress hop is accounted here and bytes go straight to
-      // the first switch.
-      Queue& q0 = queues[nic.port * kPriorities + qp.prio];
-      q0.tx += bytes;
-      np_out += bytes;
-      for (size_t k = 0; k < qp.pfs.size(); ++k) {
-        PathFlow& pf = pfs[qp.pfs[k]];
-        Admit(pf, 1, bytes * qp.w[k], qp);
-      }
-    }
-    Port& np = ports[nic.port];
-    np.out_octets += np_out;
-    ports[np.peer_port].in_octets += np_out;
-    np.served_t = t;
-    np.served = np_out;
-  }
-  active_nics.resize(keep_nics);
-}
-
-void Fabric::Impl::QueuePass() {
-  const TimeNs t = now(), step = dt();
-  active_q.swap(next_q);
-  next_q.clear();
-  for (int qi : active_q) {
-    Queue& q = queues[qi];
-    q.active = false;
-    const int port = qi / kPriorities, prio = qi % kPriorities;
-    Port& pt = ports[port];
-    const double total = q.q + q.arr;
-    q.arr = 0;
-    if (total <= 0) {
-      q.s = 0;
-      q.p = 0;
-      q.q = 0;
-      continue;
-    }
-    const bool stormed = q.wd == WatchdogState::kStormed;
-    q.dropping = stormed && nodes[pt.node].cfg.watchdog.action == WatchdogAction::kDrop;
-    double cap = PortLive(port) ? BytesPerStep(pt.cap_bps, step) : 0;
-    if (q.paused_until > t && !stormed) cap = 0;
-    if (q.dropping) cap = total;
-    const double served = std::min(total, cap);
-    q.s = served / total;
-    q.q = total - served;
-    if (q.dropping) {
-      q.drop += served;
-      pt.out_discards += served;
-    } else if (served > 0) {
-      q.tx += served;
-      pt.out_octets += served;
-      const double lost = served * pt.error_rate;
-      ports[pt.peer_port].in_octets += served - lost;
-      ports[pt.peer_port].in_errors += lost;
-      if (pt.served_t != t) {
-        pt.served_t = t;
-        pt.served = 0;
-      }
-      pt.served += served;
-    }
-    // RED/ECN on the depth left after this step's service.
-    double p = 0;
-    if (pt.ecn_on[prio] && q.q > pt.kmin[prio]) {
-      p = q.q >= pt.kmax[prio]
-              ? 1.0
-              : pt.pmax[prio] * (q.q - pt.kmin[prio]) / (pt.kmax[prio] - pt.kmin[prio]);
-    }
-    q.p = p;
-    q.marked += served * p;
-    q.wm = std::max(q.wm, q.q);
-    if (q.q > kEps) {
-      q.active = true;
-      next_q.push_back(qi);
-    }
-  }
-}
-
-void Fabric::Impl::FlowPass() {
-  size_t keep = 0;
-  for (size_t i = 0; i < active_qps.size(); ++i) {
-    Qp& qp = qps[active_qps[i]];
-    if (!qp.active) continue;
-    active_qps[keep++] = qp.id;
-    if (qp.local) continue;
-    for (int pi : qp.pfs) {
-      PathFlow& pf = pfs[pi];
-      pf.delivered = 0;
-      for (int h = pf.n - 1; h >= 1; --h) {
-        Hop& hp = pf.h[h];
-        const double x = hp.b + hp.in;
-        hp.in = 0;
-        if (x <= 0) continue;
-        ++f->flow_hop_updates_;
-        const Queue& q = queues[hp.q];
-        const double d = x * q.s;
-        hp.b = x - d;
-        if (d <= 0) continue;
-        const Port& pt = ports[hp.q / kPriorities];
-        if (hp.ing >= 0) {
-          ingress[hp.ing].bytes = std::max(0.0, ingress[hp.ing].bytes - d);
-          buf[pt.node] = std::max(0.0, buf[pt.node] - d);
-        }
-        if (hp.alb >= 0) alb_bytes[hp.alb] += d;
-        if (q.dropping) {
-          qp.sent = std::max(0.0, qp.sent - d);
-          continue;
-        }
-        const double lost = d * pt.error_rate;
-        if (lost > 0) qp.sent = std::max(0.0, qp.sent - lost);
-        const double ok = d - lost;
-        if (h == pf.n - 1) {
-          pf.delivered += ok;
-        } else {
-          Admit(pf, h + 1, ok, qp);
-        }
-      }
-      if (pf.delivered > 0) {
-        double survive = 1;
-        for (int h = 0; h < pf.n; ++h) survive *= 1 - queues[pf.h[h].q].p;
-        pf.marked_prob = 1 - survive;
-      }
-    }
-    Deliver(qp);
-  }
-  active_qps.resize(keep);
-}
-
-void Fabric::Impl::Deliver(Qp& qp) {
+inline void Fabric::Impl::Deliver(Qp& qp) {
   double got = 0, marked = 0, lat_max = 0;
   const bool sprayed = qp.pfs.size() > 1;
   for (int pi : qp.pfs) {
@@ -1165,12 +1049,13 @@ void Fabric::Impl::Deliver(Qp& qp) {
   }
 }
 
-void Fabric::Impl::TransferProgress(Qp& qp, double bytes) {
+inline void Fabric::Impl::TransferProgress(Qp& qp, double bytes) {
   if (qp.job < 0) return;
   Job& j = jobs[qp.job];
   if (!j.running || qp.transfer < 0 || qp.transfer >= static_cast<int>(j.cur.size())) return;
   Transfer& tr = j.cur[qp.transfer];
   tr.delivered += bytes;
+  if (j.gated) MarkGateMoved(qp.job, qp.transfer);
   if (!tr.done && tr.delivered >= tr.t.bytes - 1e-3) {
     tr.done = true;
     if (--j.pending == 0) {
@@ -1186,6 +1071,238 @@ void Fabric::Impl::TransferProgress(Qp& qp, double bytes) {
       }
     }
   }
+}
+
+void Fabric::Impl::Sources() {
+  const TimeNs t = now(), step = dt();
+  const double intra_step = BytesPerStep(opt().intra_host_bps, step);
+  size_t keep_nics = 0;
+  for (size_t ni = 0; ni < active_nics.size(); ++ni) {
+    const int nic_index = active_nics[ni];
+    Nic& nic = nics[nic_index];
+    Port& np = ports[nic.port];
+    const bool nic_live = np.live;
+    const Queue* nq = &queues[static_cast<size_t>(nic.port) * kPriorities];
+    const bool rp_on = nic.params.enabled;
+    dem.clear();
+    // One pass: drop finished QPs from the NIC's active list and collect the demands
+    // of the others.
+    size_t keep = 0;
+    for (size_t k = 0; k < nic.active.size(); ++k) {
+      const int id = nic.active[k];
+      Qp& qp = qps[id];
+      const bool busy = !qp.stopped && (qp.sent < qp.quota - kEps || qp.sent - qp.delivered > kEps);
+      if (!busy) {
+        qp.active = false;
+        qp.send_bps = 0;
+        continue;
+      }
+      nic.active[keep++] = id;
+      qp.send_bps = 0;
+      if (!qp.routed) Route(qp, false);
+      const double left = qp.quota - qp.sent;
+      if (left <= kEps) continue;
+      if (qp.local) {
+        const double b = std::min(left, intra_step);
+        qp.sent += b;
+        qp.delivered += b;
+        qp.lifetime_sent += b;
+        qp.lifetime_delivered += b;
+        TransferProgress(qp, b);
+        continue;
+      }
+      if (qp.pfs.empty()) continue;
+      if (nq[qp.prio].paused_until > t || !nic_live) continue;
+      if (qp.rp.next_event_ns() <= t) qp.rp.AdvanceTo(t);
+      double r = rp_on ? qp.rp.rate_bps() : std::min(nic.line_bps, np.cap_bps);
+      if (qp.cap_bps > 0) r = std::min(r, qp.cap_bps);
+      r = std::min(r, left * 8e9 / static_cast<double>(step));
+      if (r > 0) dem.push_back({r, id});
+    }
+    nic.active.resize(keep);
+    if (keep == 0) continue;
+    active_nics[keep_nics++] = nic_index;
+    if (dem.empty()) continue;
+    const double line = std::min(nic.line_bps, np.cap_bps);
+    double np_out = 0;
+    // Water-filling: fair share of the line among QPs, each capped by its demand.
+    if (dem.size() == 1) {
+      if (dem[0].bps > line) dem[0].bps = line;
+    } else {
+      double sum = 0;
+      for (const Demand& d : dem) sum += d.bps;
+      if (sum > line) {
+        std::sort(dem.begin(), dem.end(), [](const Demand& a, const Demand& b) {
+          return a.bps != b.bps ? a.bps < b.bps : a.qp < b.qp;
+        });
+        double rem = line;
+        for (size_t i = 0; i < dem.size(); ++i) {
+          const double share = rem / static_cast<double>(dem.size() - i);
+          dem[i].bps = std::min(dem[i].bps, share);
+          rem -= dem[i].bps;
+        }
+      }
+    }
+    for (const Demand& d : dem) {
+      Qp& qp = qps[d.qp];
+      if (qp.dlb && t - qp.last_send >= qp.min_inactivity) Route(qp, false);  // flowlet boundary
+      if (qp.spray_node >= 0 && t >= qp.next_spray) UpdateSprayWeights(qp);
+      const double bytes = BytesPerStep(d.bps, step);
+      qp.last_send = t;
+      qp.send_bps = d.bps;
+      qp.sent += bytes;
+      qp.lifetime_sent += bytes;
+      nic.tx += bytes;
+      if (rp_on) qp.rp.OnBytesSent(bytes, t);
+      // The NIC never queues (it sends at most its line rate and stops when
+      // paused), so its egress hop is accounted here and bytes go straight to
+      // the first switch.
+      queues[nic.port * kPriorities + qp.prio].tx += bytes;
+      np_out += bytes;
+      if (qp.pfs.size() == 1) {
+        Admit(pfs[qp.pfs[0]], 1, bytes * qp.w[0], qp);
+      } else {
+        for (size_t k = 0; k < qp.pfs.size(); ++k) {
+          PathFlow& pf = pfs[qp.pfs[k]];
+          Admit(pf, 1, bytes * qp.w[k], qp);
+        }
+      }
+    }
+    np.out_octets += np_out;
+    ports[np.peer_port].in_octets += np_out;
+    np.served_t = t;
+    np.served = np_out;
+  }
+  active_nics.resize(keep_nics);
+}
+
+void Fabric::Impl::QueuePass() {
+  const TimeNs t = now();
+  active_q.Swap(next_q);
+  next_q.n = 0;
+  const int* list = active_q.v.data();
+  const size_t count = active_q.n;
+  for (size_t i = 0; i < count; ++i) {
+    const int qi = list[i];
+    Queue& q = queues[qi];
+    q.active = false;
+    const int port = qi / kPriorities, prio = qi % kPriorities;
+    Port& pt = ports[port];
+    const double total = q.q + q.arr;
+    q.arr = 0;
+    if (total <= 0) {
+      q.s = 0;
+      q.p = 0;
+      q.q = 0;
+      continue;
+    }
+    bool stormed = false;
+    q.dropping = false;
+    if (q.wd == WatchdogState::kStormed) {
+      stormed = true;
+      q.dropping = nodes[pt.node].cfg.watchdog.action == WatchdogAction::kDrop;
+    }
+    double cap = pt.live ? pt.cap_step : 0;
+    if (q.paused_until > t && !stormed) cap = 0;
+    if (q.dropping) cap = total;
+    const double served = std::min(total, cap);
+    q.s = served / total;
+    q.q = total - served;
+    if (q.dropping) {
+      q.drop += served;
+      pt.out_discards += served;
+    } else if (served > 0) {
+      q.tx += served;
+      pt.out_octets += served;
+      Port& peer = ports[pt.peer_port];
+      if (pt.error_rate == 0) {
+        peer.in_octets += served;  // served - served * 0
+      } else {
+        const double lost = served * pt.error_rate;
+        peer.in_octets += served - lost;
+        peer.in_errors += lost;
+      }
+      if (pt.served_t != t) {
+        pt.served_t = t;
+        pt.served = 0;
+      }
+      pt.served += served;
+    }
+    // RED/ECN on the depth left after this step's service.
+    q.p = 0;
+    if (q.q > 0) {
+      double p = 0;
+      if ((pt.ecn_mask & (1u << prio)) && q.q > pt.kmin[prio]) {
+        p = q.q >= pt.kmax[prio]
+                ? 1.0
+                : pt.pmax[prio] * (q.q - pt.kmin[prio]) / (pt.kmax[prio] - pt.kmin[prio]);
+      }
+      q.p = p;
+      q.marked += served * p;
+      if (q.q > q.wm) q.wm = q.q;
+      if (q.q > kEps) {
+        q.active = true;
+        next_q.Push(qi);
+      }
+    }
+  }
+}
+
+void Fabric::Impl::FlowPass() {
+  size_t keep = 0;
+  uint64_t updates = 0;
+  for (size_t i = 0; i < active_qps.size(); ++i) {
+    Qp& qp = qps[active_qps[i]];
+    if (!qp.active) continue;
+    active_qps[keep++] = qp.id;
+    if (qp.local) continue;
+    for (int pi : qp.pfs) {
+      PathFlow& pf = pfs[pi];
+      pf.delivered = 0;
+      for (int h = pf.n - 1; h >= 1; --h) {
+        Hop& hp = pf.h[h];
+        const double x = hp.b + hp.in;
+        hp.in = 0;
+        if (x <= 0) continue;
+        ++updates;
+        const Queue& q = queues[hp.q];
+        const double d = x * q.s;
+        hp.b = x - d;
+        if (d <= 0) continue;
+        const Port& pt = ports[hp.q / kPriorities];
+        if (hp.ing >= 0) {
+          double& ib = ingress[hp.ing].bytes;
+          ib = std::max(0.0, ib - d);
+          double& used = buf[pt.node];
+          used = std::max(0.0, used - d);
+        }
+        if (hp.alb >= 0) alb_bytes[hp.alb] += d;
+        if (q.dropping) {
+          qp.sent = std::max(0.0, qp.sent - d);
+          continue;
+        }
+        double ok = d;
+        if (pt.error_rate != 0) {
+          const double lost = d * pt.error_rate;
+          if (lost > 0) qp.sent = std::max(0.0, qp.sent - lost);
+          ok = d - lost;
+        }
+        if (h == pf.n - 1) {
+          pf.delivered += ok;
+        } else {
+          Admit(pf, h + 1, ok, qp);
+        }
+      }
+      if (pf.delivered > 0) {
+        double survive = 1;
+        for (int h = 0; h < pf.n; ++h) survive *= 1 - queues[pf.h[h].q].p;
+        pf.marked_prob = 1 - survive;
+      }
+    }
+    Deliver(qp);
+  }
+  active_qps.resize(keep);
+  f->flow_hop_updates_ += updates;
 }
 
 void Fabric::Impl::SendPfc(int ii, int quanta) {
@@ -1219,42 +1336,42 @@ void Fabric::Impl::OnPfcFrame(int qi, int quanta) {
 void Fabric::Impl::PfcPass() {
   const TimeNs t = now();
   size_t keep = 0;
-  for (size_t i = 0; i < active_ing.size(); ++i) {
-    const int ii = active_ing[i];
+  int* list = active_ing.v.data();
+  for (size_t i = 0; i < active_ing.n; ++i) {
+    const int ii = list[i];
     Ingress& in = ingress[ii];
     const Port& pt = ports[ii / kPriorities];
-    const Node& node = nodes[pt.node];
-    const PfcConfig& pfc = node.cfg.pfc;
     const int prio = ii % kPriorities;
-    if (node.is_switch && pfc.enabled && (pfc.lossless_mask & (1u << prio))) {
+    if (pt.sw && pt.pfc_on && (pt.lossless & (1u << prio))) {
       double xoff = pt.xoff, xon = pt.xon;
-      if (pfc.dynamic_alpha > 0) {
-        xoff = pfc.dynamic_alpha * std::max(0.0, node.cfg.buffer_bytes - buf[pt.node]);
+      if (pt.dyn_alpha > 0) {
+        xoff = pt.dyn_alpha * std::max(0.0, pt.buffer - buf[pt.node]);
         xon = std::max(0.0, xoff - (pt.xoff - pt.xon));
       }
-      const TimeNs quanta_ns =
-          static_cast<TimeNs>(pfc.quanta * 512.0 * 1e9 / std::max(1.0, pt.nominal_bps));
-      if (!in.asserted && in.bytes > xoff) {
-        in.asserted = true;
-        in.assert_t = t;
-        SendPfc(ii, pfc.quanta);
-        in.next_refresh = t + quanta_ns / 2;
-      } else if (in.asserted && in.bytes < xon) {
+      if (!in.asserted) {
+        if (in.bytes > xoff) {
+          const PfcConfig& pfc = nodes[pt.node].cfg.pfc;
+          in.asserted = true;
+          in.assert_t = t;
+          SendPfc(ii, pfc.quanta);
+          in.next_refresh = t + pt.quanta_ns / 2;
+        }
+      } else if (in.bytes < xon) {
         in.asserted = false;
         in.tx_pause_ns += static_cast<double>(t - in.assert_t);
         SendPfc(ii, 0);
-      } else if (in.asserted && t >= in.next_refresh) {
-        SendPfc(ii, pfc.quanta);
-        in.next_refresh = t + quanta_ns / 2;
+      } else if (t >= in.next_refresh) {
+        SendPfc(ii, nodes[pt.node].cfg.pfc.quanta);
+        in.next_refresh = t + pt.quanta_ns / 2;
       }
     }
     if (in.bytes > kEps || in.asserted) {
-      active_ing[keep++] = ii;
+      list[keep++] = ii;
     } else {
       in.active = false;
     }
   }
-  active_ing.resize(keep);
+  active_ing.n = keep;
   // Storming NICs keep pausing their leaf.
   for (int ni : storm_nics) {
     Nic& nic = nics[ni];
@@ -1317,6 +1434,7 @@ void Fabric::Impl::StartIteration(int ji) {
   j.cur.clear();
   j.pending = 0;
   j.gated = false;
+  std::fill(j.gate_dirty.begin(), j.gate_dirty.end(), 0);
   for (size_t ti = 0; ti < j.tmpl.size(); ++ti) {
     Transfer tr;
     tr.t = j.tmpl[ti];
@@ -1508,6 +1626,11 @@ int Fabric::AddJob(const JobSpec& spec, std::string* error) {
     }
     j.tmpl_qps.push_back(ids);
   }
+  j.dependents.assign(j.tmpl.size(), {});
+  for (size_t ti = 0; ti < j.tmpl.size(); ++ti) {
+    for (int g : j.tmpl[ti].gates) j.dependents[g].push_back(static_cast<int>(ti));
+  }
+  j.gate_dirty.assign((j.tmpl.size() + 63) / 64, 0);
   im.jobs.push_back(std::move(j));
   im.Push(std::max(now_, spec.start_ns), Impl::kJobIter, ji, 0);
   return ji;
@@ -1615,7 +1738,7 @@ Status Fabric::DegradeLink(const std::string& link_id, double factor, double err
   }
   const int pa = im.link_ports[it->second];
   for (int p : {pa, im.ports[pa].peer_port}) {
-    im.ports[p].cap_bps = im.ports[p].nominal_bps * factor;
+    im.SetCap(im.ports[p], im.ports[p].nominal_bps * factor);
     im.ports[p].error_rate = error_rate;
   }
   return Status::Ok();
