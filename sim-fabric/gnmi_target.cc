@@ -1,0 +1,399 @@
+#include "sim-fabric/gnmi_target.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <limits>
+#include <thread>
+#include <utility>
+
+#include "common/log.h"
+#include "gnmi/gnmi.grpc.pb.h"
+
+namespace loom::sim {
+namespace {
+
+grpc::Status ToGrpc(const Status& s) {
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message());
+}
+
+const grpc::Status kNoData(grpc::StatusCode::UNAVAILABLE,
+                           "the emulator has not published data yet");
+
+}  // namespace
+
+// ------------------------------------------------------------------ Subscribe
+
+// One Subscribe RPC. Reads requests, answers from the target's snapshots and
+// writes responses one at a time from its queue. Deleted in OnDone.
+class GnmiTarget::SubscribeReactor final
+    : public grpc::ServerBidiReactor<gnmi::SubscribeRequest, gnmi::SubscribeResponse> {
+ public:
+  explicit SubscribeReactor(GnmiTarget* target) : target_(target) { StartRead(&request_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // Client half-closed or the RPC ended. STREAM keeps streaming.
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!session_) {
+        FinishLocked(lock, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                        "stream closed before a SubscriptionList was sent"));
+      } else if (session_->mode() == gnmi::SubscriptionList::POLL) {
+        FinishLocked(lock, grpc::Status::OK);
+      }
+      return;
+    }
+    if (request_.has_subscribe()) {
+      bool first;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        first = !session_;
+      }
+      if (!first) {
+        Fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "a SubscriptionList was already received on this stream"));
+        return;
+      }
+      if (!target_->OpenSubscription(this, request_.subscribe())) return;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (session_->mode() == gnmi::SubscriptionList::ONCE) return;  // finishing after the data
+    } else if (request_.has_poll()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!session_) {
+        FinishLocked(lock, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                        "Poll received before a SubscriptionList (no subscription "
+                                        "exists on this stream)"));
+        return;
+      }
+      if (session_->mode() != gnmi::SubscriptionList::POLL) {
+        FinishLocked(lock, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                        "Poll received on a subscription whose mode is not POLL"));
+        return;
+      }
+      std::shared_ptr<const FabricSnapshot> snap = target_->latest();
+      std::vector<gnmi::Notification> ns;
+      session_->Poll(*snap, &ns);
+      EnqueueLocked(lock, std::move(ns), /*sync=*/true);
+    } else {
+      Fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "SubscribeRequest carries neither subscribe nor poll"));
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok && !finish_pending_) {
+      finish_pending_ = true;
+      final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "write failed");
+      queue_.clear();
+    }
+    MaybeWriteLocked(lock);
+  }
+
+  void OnCancel() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    FinishLocked(lock, grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
+
+  void OnDone() override {
+    target_->CloseSubscription(this);
+    delete this;
+  }
+
+  // Called with the target's mutex held: validates and installs the session,
+  // queues the initial data. Returns false when the RPC was ended.
+  Status Install(const gnmi::SubscriptionList& list, const FabricSnapshot& snap) {
+    std::unique_ptr<GnmiSession> session;
+    Status s = GnmiSession::Create(list, snap, target_->gnmi_options_, &session);
+    if (!s.ok()) return s;
+    std::unique_lock<std::mutex> lock(mu_);
+    session_ = std::move(session);
+    std::vector<gnmi::Notification> ns;
+    session_->Initial(snap, &ns);
+    EnqueueLocked(lock, std::move(ns), /*sync=*/true);
+    if (session_->mode() == gnmi::SubscriptionList::ONCE) FinishLocked(lock, grpc::Status::OK);
+    return Status::Ok();
+  }
+
+  // Target's mutex held (Publish): queue what is due at this tick.
+  void Tick(const FabricSnapshot& snap) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (finish_pending_ || !session_) return;
+    std::vector<gnmi::Notification> ns;
+    session_->Tick(snap, &ns);
+    if (!ns.empty()) EnqueueLocked(lock, std::move(ns), /*sync=*/false);
+  }
+
+  bool streaming() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return session_ && session_->mode() == gnmi::SubscriptionList::STREAM && !finish_pending_;
+  }
+
+  void Fail(const grpc::Status& status) {
+    std::unique_lock<std::mutex> lock(mu_);
+    FinishLocked(lock, status);
+  }
+
+ private:
+  void EnqueueLocked(std::unique_lock<std::mutex>& lock, std::vector<gnmi::Notification> ns,
+                     bool sync) {
+    if (finish_pending_) return;
+    for (gnmi::Notification& n : ns) {
+      gnmi::SubscribeResponse r;
+      *r.mutable_update() = std::move(n);
+      queue_.push_back(std::move(r));
+    }
+    if (sync) {
+      gnmi::SubscribeResponse r;
+      r.set_sync_response(true);
+      queue_.push_back(std::move(r));
+    }
+    if (queue_.size() > target_->options_.max_queued_responses) {
+      queue_.clear();
+      LOG_WARN("gnmi target: slow subscriber dropped")
+          .With("queued", static_cast<uint64_t>(target_->options_.max_queued_responses));
+      FinishLocked(lock, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                      "subscriber too slow: response queue limit exceeded"));
+      return;
+    }
+    MaybeWriteLocked(lock);
+  }
+
+  // Ends the RPC with `status` once the queued responses are written (at
+  // once for errors: the queue is dropped).
+  void FinishLocked(std::unique_lock<std::mutex>& lock, const grpc::Status& status) {
+    if (finish_pending_) return;
+    finish_pending_ = true;
+    final_status_ = status;
+    if (!status.ok()) queue_.clear();
+    MaybeWriteLocked(lock);
+  }
+
+  // Starts the next write, or Finish when drained and finishing. Unlocks.
+  void MaybeWriteLocked(std::unique_lock<std::mutex>& lock) {
+    if (writing_ || finished_) return;
+    if (!queue_.empty()) {
+      writing_ = true;
+      current_ = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      StartWrite(&current_);
+      return;
+    }
+    if (finish_pending_) {
+      finished_ = true;
+      grpc::Status st = final_status_;
+      lock.unlock();
+      Finish(st);
+    }
+  }
+
+  GnmiTarget* const target_;
+  gnmi::SubscribeRequest request_;   // read side only (one read in flight)
+  gnmi::SubscribeResponse current_;  // the write in flight
+
+  std::mutex mu_;
+  std::unique_ptr<GnmiSession> session_;
+  std::deque<gnmi::SubscribeResponse> queue_;
+  bool writing_ = false;
+  bool finish_pending_ = false;
+  bool finished_ = false;
+  grpc::Status final_status_;
+};
+
+// ------------------------------------------------------------------ service
+
+class GnmiTarget::Service final : public gnmi::gNMI::CallbackService {
+ public:
+  explicit Service(GnmiTarget* target) : target_(target) {}
+
+  grpc::ServerUnaryReactor* Capabilities(grpc::CallbackServerContext* ctx,
+                                         const gnmi::CapabilityRequest* /*req*/,
+                                         gnmi::CapabilityResponse* resp) override {
+    *resp = CapabilitiesResponse();
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const gnmi::GetRequest* req,
+                                gnmi::GetResponse* resp) override {
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    std::shared_ptr<const FabricSnapshot> snap = target_->latest();
+    if (!snap) {
+      r->Finish(kNoData);
+      return r;
+    }
+    Status s = GetNotifications(*snap, *req, resp);
+    if (!s.ok()) resp->Clear();
+    r->Finish(ToGrpc(s));
+    return r;
+  }
+
+  grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* ctx, const gnmi::SetRequest* /*req*/,
+                                gnmi::SetResponse* /*resp*/) override {
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                           "gNMI Set is not implemented by the loom-fabric target yet; a later "
+                           "change adds it (DLB profiles, ALB bucket tables, GLB weights)"));
+    return r;
+  }
+
+  grpc::ServerBidiReactor<gnmi::SubscribeRequest, gnmi::SubscribeResponse>* Subscribe(
+      grpc::CallbackServerContext* /*ctx*/) override {
+    {
+      std::lock_guard<std::mutex> lock(target_->mu_);
+      ++target_->open_;
+    }
+    return new SubscribeReactor(target_);
+  }
+
+ private:
+  GnmiTarget* const target_;
+};
+
+// ------------------------------------------------------------------ GnmiTarget
+
+GnmiTarget::GnmiTarget(GnmiOptions gnmi_options, GnmiTargetOptions options)
+    : gnmi_options_(gnmi_options), options_(std::move(options)) {}
+
+GnmiTarget::~GnmiTarget() { Stop(); }
+
+Status GnmiTarget::Start() {
+  if (server_) return FailedPrecondition("gnmi target already started");
+  service_ = std::make_unique<Service>(this);
+  grpc::ServerBuilder b;
+  b.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port_);
+  b.RegisterService(service_.get());
+  b.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
+  server_ = b.BuildAndStart();
+  if (!server_ || port_ <= 0) {
+    server_.reset();
+    return Unavailable("gnmi target: cannot listen on " + options_.listen_address);
+  }
+  LOG_INFO("gnmi target listening").With("address", options_.listen_address).With("port", port_);
+  return Status::Ok();
+}
+
+void GnmiTarget::Stop() {
+  if (!server_) return;
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  server_->Wait();
+  server_.reset();
+}
+
+void GnmiTarget::Publish(std::shared_ptr<const FabricSnapshot> snap) {
+  std::lock_guard<std::mutex> lock(mu_);
+  latest_ = std::move(snap);
+  for (SubscribeReactor* r : streams_) r->Tick(*latest_);
+}
+
+std::shared_ptr<const FabricSnapshot> GnmiTarget::latest() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return latest_;
+}
+
+int GnmiTarget::open_streams() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_;
+}
+
+bool GnmiTarget::OpenSubscription(SubscribeReactor* r, const gnmi::SubscriptionList& list) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!latest_) {
+    r->Fail(kNoData);
+    return false;
+  }
+  Status s = r->Install(list, *latest_);
+  if (!s.ok()) {
+    LOG_INFO("gnmi subscribe rejected").With("error", s.message());
+    r->Fail(ToGrpc(s));
+    return false;
+  }
+  if (r->streaming()) streams_.insert(r);
+  return true;
+}
+
+void GnmiTarget::CloseSubscription(SubscribeReactor* r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  streams_.erase(r);
+  --open_;
+}
+
+// ------------------------------------------------------------------ FabricLoop
+
+FabricLoop::FabricLoop(Fabric* fabric, GnmiTarget* target, FabricLoopOptions options)
+    : fabric_(fabric), target_(target), options_(std::move(options)) {}
+
+FabricLoop::~FabricLoop() = default;
+
+void FabricLoop::Post(std::function<void(Fabric&)> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  posted_.push_back(std::move(fn));
+}
+
+void FabricLoop::RunPosted() {
+  std::vector<std::function<void(Fabric&)>> fns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fns.swap(posted_);
+  }
+  for (auto& fn : fns) fn(*fabric_);
+}
+
+void FabricLoop::Run() {
+  using Steady = std::chrono::steady_clock;
+  SnapshotBuilder builder(*fabric_, target_->gnmi_options());
+  target_->Publish(builder.Capture());
+  published_.fetch_add(1);
+  virtual_now_.store(fabric_->now());
+  const auto wall0 = Steady::now();
+  const TimeNs v0 = fabric_->now();
+  auto last_lag_warning = wall0;
+  constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
+  while (!stop_.load()) {
+    RunPosted();
+    if (options_.duration_ns > 0 && fabric_->now() >= options_.duration_ns) break;
+    TimeNs until = kNever;
+    if (options_.speed > 0) {
+      const auto wall = Steady::now();
+      const double elapsed = static_cast<double>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(wall - wall0).count());
+      until = v0 + static_cast<TimeNs>(elapsed * options_.speed);
+      if (fabric_->now() >= until) {
+        // Ahead of the wall clock: sleep towards the next tick (bounded, so
+        // Stop() and Post() are noticed quickly).
+        const double wait_ns =
+            static_cast<double>(builder.next_tick_ns() - fabric_->now()) / options_.speed;
+        const auto wait = std::chrono::nanoseconds(
+            std::clamp<int64_t>(static_cast<int64_t>(wait_ns), 50'000, 2'000'000));
+        std::this_thread::sleep_for(wait);
+        continue;
+      }
+      if (until - fabric_->now() > kNsPerSec &&
+          wall - last_lag_warning > std::chrono::seconds(10)) {
+        last_lag_warning = wall;
+        LOG_WARN("loom-fabric cannot keep up with the wall clock")
+            .With("lag_ms", static_cast<int64_t>((until - fabric_->now()) / kNsPerMs));
+      }
+    }
+    for (int k = 0; k < 1024 && fabric_->now() < until; ++k) {
+      if (options_.duration_ns > 0 && fabric_->now() >= options_.duration_ns) break;
+      fabric_->Step();
+      if (options_.on_step) options_.on_step(*fabric_);
+      if (auto snap = builder.OnStep()) {
+        target_->Publish(std::move(snap));
+        published_.fetch_add(1);
+      }
+    }
+    virtual_now_.store(fabric_->now());
+  }
+  virtual_now_.store(fabric_->now());
+}
+
+}  // namespace loom::sim
