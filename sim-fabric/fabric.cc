@@ -159,6 +159,12 @@ struct Fabric::Impl {
     std::vector<int> alb;           // bucket -> port
     int alb_base = -1;              // first slot in alb_bytes_
   };
+  struct RouteEntry {
+    uint32_t color = 0, backup_color = 0;
+  };
+  static int64_t RouteKey(int dest_nic, int traffic_class) {
+    return static_cast<int64_t>(dest_nic) * 16 + (traffic_class + 1);
+  }
   struct Node {
     std::string id;
     loom::v1::DeviceRole role = loom::v1::DEVICE_ROLE_UNSPECIFIED;
@@ -169,6 +175,8 @@ struct Fabric::Impl {
     int nic = -1, leaf = -1;
     uint64_t hash_seed = 0;
     std::map<uint32_t, std::pair<std::vector<int>, uint32_t>> colors;
+    // Per-destination colored routes (SetRoute): RouteKey(dest NIC, class) -> colors.
+    std::map<int64_t, RouteEntry> routes;
   };
   struct Nic {
     int node = -1, port = -1, leaf_node = -1;
@@ -530,22 +538,50 @@ struct Fabric::Impl {
                       0, 7);
   }
 
-  // Members of a group allowed for a QP's color (backup colors followed).
+  // The members of `members` that belong to `color` on `node` (empty when the node
+  // does not know the color or none of its members is in the group).
+  void ColorMembers(const Node& n, uint32_t color, const std::vector<int>& members,
+                    std::vector<int>* sel) const {
+    sel->clear();
+    if (color == 0) return;
+    auto it = n.colors.find(color);
+    if (it == n.colors.end()) return;
+    for (int p : members) {
+      if (std::find(it->second.first.begin(), it->second.first.end(), p) !=
+          it->second.first.end()) {
+        sel->push_back(p);
+      }
+    }
+  }
+
+  // Members of a group allowed for a QP: a per-destination route (SetRoute) of the
+  // node for the QP's destination NIC and class wins (its color, else its backup
+  // color, else every member); otherwise the QP's color (backup colors followed).
   void ColorFilter(int node, const Qp& qp, const std::vector<int>& members, std::vector<int>* out) {
     *out = members;
-    if (qp.color == 0) return;
     const Node& n = nodes[node];
+    if (!n.routes.empty()) {
+      auto r = n.routes.find(RouteKey(qp.dst, qp.prio));
+      if (r == n.routes.end()) r = n.routes.find(RouteKey(qp.dst, -1));
+      if (r != n.routes.end()) {
+        std::vector<int> sel;
+        for (uint32_t c : {r->second.color, r->second.backup_color}) {
+          ColorMembers(n, c, members, &sel);
+          if (!sel.empty()) {
+            *out = std::move(sel);
+            return;
+          }
+        }
+        return;  // neither color has a live member here: every ECMP member
+      }
+    }
+    if (qp.color == 0) return;
     uint32_t color = qp.color;
     for (int depth = 0; depth < 8 && color != 0; ++depth) {
       auto it = n.colors.find(color);
       if (it == n.colors.end()) return;  // switch does not know the color: uncolored
       std::vector<int> sel;
-      for (int p : members) {
-        if (std::find(it->second.first.begin(), it->second.first.end(), p) !=
-            it->second.first.end()) {
-          sel.push_back(p);
-        }
-      }
+      ColorMembers(n, color, members, &sel);
       if (!sel.empty()) {
         *out = std::move(sel);
         return;
@@ -2121,6 +2157,52 @@ Status Fabric::SetJobColor(const std::string& job_id, uint32_t color) {
     return Status::Ok();
   }
   return NotFound("no job " + job_id);
+}
+
+Status Fabric::SetRoute(const std::string& device, const std::string& dest_nic, uint32_t color,
+                        uint32_t backup_color, int traffic_class) {
+  Impl& im = *impl_;
+  auto it = im.node_by_id.find(device);
+  if (it == im.node_by_id.end() || !im.nodes[it->second].is_switch) {
+    return NotFound("no switch " + device);
+  }
+  const int nic = ResolveNic(im, dest_nic, nullptr);
+  if (nic < 0) return NotFound("no NIC " + dest_nic);
+  if (color == 0) return InvalidArgument("route color must not be 0");
+  if (traffic_class < -1 || traffic_class >= kPriorities) {
+    return InvalidArgument("traffic_class must be -1 (any) or 0..7");
+  }
+  im.nodes[it->second].routes[Impl::RouteKey(nic, traffic_class)] = {color, backup_color};
+  im.routing_dirty = true;
+  return Status::Ok();
+}
+
+Status Fabric::RemoveRoute(const std::string& device, const std::string& dest_nic,
+                           int traffic_class) {
+  Impl& im = *impl_;
+  auto it = im.node_by_id.find(device);
+  if (it == im.node_by_id.end() || !im.nodes[it->second].is_switch) {
+    return NotFound("no switch " + device);
+  }
+  const int nic = ResolveNic(im, dest_nic, nullptr);
+  if (nic < 0) return NotFound("no NIC " + dest_nic);
+  if (im.nodes[it->second].routes.erase(Impl::RouteKey(nic, traffic_class)) == 0) {
+    return NotFound("no route on " + device + " to " + dest_nic + " for traffic class " +
+                    std::to_string(traffic_class));
+  }
+  im.routing_dirty = true;
+  return Status::Ok();
+}
+
+Status Fabric::ClearRoutes(const std::string& device) {
+  Impl& im = *impl_;
+  im.routing_dirty = true;
+  return ForSwitches(im, device, [&](int n) { im.nodes[n].routes.clear(); });
+}
+
+size_t Fabric::RouteCount(const std::string& device) const {
+  auto it = impl_->node_by_id.find(device);
+  return it == impl_->node_by_id.end() ? 0 : impl_->nodes[it->second].routes.size();
 }
 
 Status Fabric::SetEcn(const std::string& device, int priority, const EcnConfig& cfg) {

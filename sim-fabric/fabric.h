@@ -166,6 +166,26 @@ class Fabric {
   Status RemoveColor(const std::string& device, uint32_t color);
   // Colors the traffic of a job (0 = uncolored).
   Status SetJobColor(const std::string& job_id, uint32_t color);
+  // Per-destination colored route (BGP-DPF colored routes, used by TELB to pin each
+  // (job, destination NIC) to a spine): at switch `device`, traffic towards NIC (or GPU)
+  // `dest_nic` of priority `traffic_class` (-1 = any class) uses only the ECMP members
+  // that belong to `color` (a color defined on `device` with SetColor: its
+  // ColorConfig.interfaces); when none of them is live (or the device does not know the
+  // color) it uses `backup_color`'s members (0 = no backup); when neither has a live
+  // member, every ECMP member. A route wins over the QP/job color; a class-specific
+  // route wins over a -1 route for the same destination. Replaces an existing route for
+  // (device, dest_nic, traffic_class). Applied at the next step (traffic re-routes).
+  // kNotFound for an unknown switch or NIC, kInvalidArgument for color 0 or a class
+  // outside -1..7.
+  Status SetRoute(const std::string& device, const std::string& dest_nic, uint32_t color,
+                  uint32_t backup_color, int traffic_class = -1);
+  // Removes the route for (device, dest_nic, traffic_class); kNotFound when there is none.
+  Status RemoveRoute(const std::string& device, const std::string& dest_nic,
+                     int traffic_class = -1);
+  // Removes every route of `device` ("*" = every switch).
+  Status ClearRoutes(const std::string& device);
+  // Number of routes installed on `device` (0 for an unknown device).
+  size_t RouteCount(const std::string& device) const;
   Status SetEcn(const std::string& device, int priority, const EcnConfig& cfg);
   Status SetPfc(const std::string& device, const PfcConfig& cfg);
   Status SetWatchdog(const std::string& device, const WatchdogConfig& cfg);

@@ -116,6 +116,104 @@ TEST(FabricApi, ColorsPinTrafficAndFallBackToBackup) {
   for (int q : qps) EXPECT_EQ(f->GetQp(q).path[1], "leaf0:" + s0);
 }
 
+// Link id of `device`:`iface`.
+std::string LinkOf(const loom::v1::Topology& topo, const std::string& device,
+                   const std::string& iface) {
+  for (const auto& l : topo.links()) {
+    if ((l.a().device() == device && l.a().interface() == iface) ||
+        (l.b().device() == device && l.b().interface() == iface)) {
+      return l.id();
+    }
+  }
+  return "";
+}
+
+// Per-destination colored routes (TELB over BGP-DPF): on leaf0, traffic to host004
+// is pinned to spine0 (color 1) and traffic to host005 to spine1 (color 2), whatever
+// the hash or the QP's own color says; other destinations are hashed as usual.
+TEST(FabricApi, RoutesPinEachDestinationToItsColor) {
+  auto topo = Clos(2, 2, 4, 100e9, 100e9);
+  auto f = Make(topo, FabricOptions{});
+  const std::string s0 = IfaceTo(topo, "leaf0", "spine0"), s1 = IfaceTo(topo, "leaf0", "spine1");
+  ASSERT_TRUE(f->SetColor("leaf0", 1, {{s0}, 0}).ok());
+  ASSERT_TRUE(f->SetColor("leaf0", 2, {{s1}, 0}).ok());
+  ASSERT_TRUE(f->SetRoute("leaf0", Nic(4), 1, 2, -1).ok());
+  ASSERT_TRUE(f->SetRoute("leaf0", Nic(5), 2, 1, -1).ok());
+  EXPECT_EQ(f->RouteCount("leaf0"), 2u);
+  // Several QPs per destination (different hashes), one of them colored 2: the route wins.
+  std::vector<int> to4, to5;
+  for (int s = 0; s < 4; ++s) {
+    to4.push_back(f->AddFlow(Nic(s), Nic(4), 0, 3, 10e9, 0, s == 0 ? 2 : 0));
+    to5.push_back(f->AddFlow(Nic(s), Nic(5), 0, 3, 10e9));
+  }
+  f->RunUntil(200 * kNsPerUs);
+  for (int q : to4) EXPECT_EQ(f->GetQp(q).path[1], "leaf0:" + s0);
+  for (int q : to5) EXPECT_EQ(f->GetQp(q).path[1], "leaf0:" + s1);
+  // The bytes follow the pinning: each uplink carries exactly its destination's traffic.
+  const double u0 = OutOctets(*f, "leaf0", s0), u1 = OutOctets(*f, "leaf0", s1);
+  EXPECT_GT(u0, 0);
+  EXPECT_GT(u1, 0);
+  double d4 = 0, d5 = 0;
+  for (int q : to4) d4 += f->GetQp(q).sent_bytes;
+  for (int q : to5) d5 += f->GetQp(q).sent_bytes;
+  EXPECT_NEAR(u0, d4, 0.01 * d4);
+  EXPECT_NEAR(u1, d5, 0.01 * d5);
+  // Removing a route hands the destination back to the hash (RemoveRoute of a missing
+  // route is kNotFound), ClearRoutes removes the rest.
+  ASSERT_TRUE(f->RemoveRoute("leaf0", Nic(4), -1).ok());
+  EXPECT_EQ(f->RemoveRoute("leaf0", Nic(4), -1).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(f->ClearRoutes("leaf0").ok());
+  EXPECT_EQ(f->RouteCount("leaf0"), 0u);
+  f->Step();
+  // Without a route, the QP colored 2 follows its own color again.
+  EXPECT_EQ(f->GetQp(to4[0]).path[1], "leaf0:" + s1);
+}
+
+// Backup: when the primary color's only link goes down the route uses its backup
+// color; when that is down too, every live ECMP member (the third spine); when the
+// primary comes back, the route returns to it. A class-specific route beats the
+// any-class route for that class; a route to an unknown color means plain ECMP.
+TEST(FabricApi, RoutesFallBackToBackupThenToEcmpAndMatchTrafficClass) {
+  auto topo = Clos(2, 3, 2, 100e9, 100e9);  // leaf0: host000-001, leaf1: host002-003
+  auto f = Make(topo, FabricOptions{});
+  const std::string s0 = IfaceTo(topo, "leaf0", "spine0"), s1 = IfaceTo(topo, "leaf0", "spine1"),
+                    s2 = IfaceTo(topo, "leaf0", "spine2");
+  ASSERT_TRUE(f->SetColor("leaf0", 1, {{s0}, 0}).ok());
+  ASSERT_TRUE(f->SetColor("leaf0", 2, {{s1}, 0}).ok());
+  ASSERT_TRUE(f->SetRoute("leaf0", Nic(2), 1, 2).ok());          // any class
+  ASSERT_TRUE(f->SetRoute("leaf0", Nic(2), 2, 0, 5).ok());       // priority 5 only
+  ASSERT_TRUE(f->SetRoute("leaf0", "host003-gpu0", 9, 0).ok());  // unknown color: ECMP
+  const int q3 = f->AddFlow(Nic(0), Nic(2), 0, 3, 20e9);
+  const int q5 = f->AddFlow(Nic(1), Nic(2), 0, 5, 20e9);
+  const int other = f->AddFlow(Nic(0), Nic(3), 0, 3, 20e9);
+  f->RunUntil(100 * kNsPerUs);
+  EXPECT_EQ(f->GetQp(q3).path[1], "leaf0:" + s0);
+  EXPECT_EQ(f->GetQp(q5).path[1], "leaf0:" + s1);
+  EXPECT_FALSE(f->GetQp(other).path.empty());
+  // Primary (spine0) down: the backup color (spine1) carries it, at full rate.
+  ASSERT_TRUE(f->SetLinkUp(LinkOf(topo, "leaf0", s0), false).ok());
+  f->RunUntil(200 * kNsPerUs);
+  EXPECT_EQ(f->GetQp(q3).path[1], "leaf0:" + s1);
+  const double d0 = f->GetQp(q3).delivered_bytes;
+  f->RunUntil(400 * kNsPerUs);
+  EXPECT_NEAR((f->GetQp(q3).delivered_bytes - d0) * 8 / 200e-6, 20e9, 0.5e9);
+  // Backup down too: neither color has a live member, so any ECMP member (spine2).
+  ASSERT_TRUE(f->SetLinkUp(LinkOf(topo, "leaf0", s1), false).ok());
+  f->RunUntil(500 * kNsPerUs);
+  EXPECT_EQ(f->GetQp(q3).path[1], "leaf0:" + s2);
+  EXPECT_EQ(f->GetQp(q5).path[1], "leaf0:" + s2);
+  // Primary back: the route returns to it.
+  ASSERT_TRUE(f->SetLinkUp(LinkOf(topo, "leaf0", s0), true).ok());
+  f->RunUntil(600 * kNsPerUs);
+  EXPECT_EQ(f->GetQp(q3).path[1], "leaf0:" + s0);
+  // Errors name what is wrong.
+  EXPECT_EQ(f->SetRoute("nope", Nic(2), 1, 0).code(), StatusCode::kNotFound);
+  EXPECT_EQ(f->SetRoute("leaf0", "nope", 1, 0).code(), StatusCode::kNotFound);
+  EXPECT_EQ(f->SetRoute("leaf0", Nic(2), 0, 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f->SetRoute("leaf0", Nic(2), 1, 0, 8).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f->ClearRoutes("nope").code(), StatusCode::kNotFound);
+}
+
 // Weighted ECMP (GLB): weight 0 on one member removes it; ALB tables count per bucket.
 TEST(FabricApi, WeightsAndAlbBucketTables) {
   auto topo = Clos(2, 2, 8, 100e9, 400e9);
