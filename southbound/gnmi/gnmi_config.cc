@@ -1478,7 +1478,7 @@ Status EncodeGetResponse(const ::gnmi::GetRequest& request, const v1::DeviceStat
     for (Part p : kEveryPart) {
       if (r.all || r.part == p) AddPartUpdates(m, p, &r, n->mutable_update());
     }
-    if (!r.all && r.list_reached && r.FullKey() && n->update().empty()) {
+    if (!r.all && r.part != Part::kDlb && r.list_reached && r.FullKey() && n->update().empty()) {
       return NotFound("path " + PathText(full) + " does not exist");
     }
   }
