@@ -28,7 +28,9 @@ Talks to loomd's gRPC API (default server: $LOOM_SERVER or 127.0.0.1:50061).
 
 Commands:
   topology show                       devices and link counts of the loaded topology
-  links list [--device D] [--drained] links with admin/oper state
+  links list [--device D] [--drained] links with admin/oper state and live telemetry
+                                      (utilization and DLB quality band 0-7 per
+                                      direction, lower->upper tier first; "?" = stale)
   links get LINK_ID                   one link
   links drain LINK_ID --reason TEXT   take a link out of service
   links undrain LINK_ID               return a drained link to service
@@ -144,13 +146,40 @@ bool ReadJobFile(const std::string& path, v1::Job* job) {
   return true;
 }
 
+std::string Pct(double u) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.0f%%", u * 100);
+  return buf;
+}
+
+// "UTIL" and "Q" cells for both directions: "a->b / b->a"; "-" without data,
+// a trailing "?" when the figure is stale.
+std::string DirCells(const v1::LinkStatus& l, bool quality) {
+  if (l.directions().empty()) return "-";
+  std::string out;
+  for (const auto& d : l.directions()) {
+    if (!out.empty()) out += "/";
+    out += quality ? std::to_string(d.quality()) : Pct(d.utilization());
+    if (d.stale()) out += "?";
+  }
+  return out;
+}
+
 void PrintLinks(const google::protobuf::RepeatedPtrField<v1::LinkStatus>& links, const Ctx&) {
-  Table t({"LINK", "A", "B", "CAPACITY", "ADMIN", "OPER", "DRAIN REASON"});
+  Table t({"LINK", "CAPACITY", "ADMIN", "OPER", "UTIL UP/DOWN", "QUALITY", "QUEUE PEAK",
+           "PFC PAUSE", "DRAIN REASON"});
   for (const auto& l : links) {
-    t.Add({l.link().id(), l.link().a().device() + ":" + l.link().a().interface(),
-           l.link().b().device() + ":" + l.link().b().interface(), Gbps(l.link().capacity_bps()),
+    uint64_t peak = 0;
+    double pause = 0;
+    for (const auto& d : l.directions()) {
+      peak = std::max<uint64_t>(peak, d.queue_peak_bytes());
+      pause = std::max(pause, d.pfc_pause_ratio());
+    }
+    t.Add({l.link().id(), Gbps(l.link().capacity_bps()),
            Short(v1::LinkAdminState_Name(l.admin_state()), "LINK_ADMIN_STATE_"),
-           Short(v1::LinkOperState_Name(l.oper_state()), "LINK_OPER_STATE_"), l.drain_reason()});
+           Short(v1::LinkOperState_Name(l.oper_state()), "LINK_OPER_STATE_"), DirCells(l, false),
+           DirCells(l, true), l.directions().empty() ? "-" : std::to_string(peak / 1024) + "KiB",
+           l.directions().empty() ? "-" : Pct(pause), l.drain_reason()});
   }
   t.Print(std::cout);
 }

@@ -43,6 +43,9 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
       topo_(std::move(topo)),
       options_(options),
       placement_(topo_, options.placement),
+      reconciler_(
+          clock, [this](std::function<void()> f) { boost::asio::post(strand_, std::move(f)); },
+          options.reconciler),
       jobs_gauge_(prometheus::BuildGauge()
                       .Name("loom_jobs")
                       .Help("Jobs currently registered")
@@ -92,7 +95,28 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
                          .Name("loom_assignment_changes_total")
                          .Help("Job assignments changed by recomputes (drains, failures, policy)")
                          .Register(registry)
-                         .Add({})) {
+                         .Add({})),
+      link_util_family_(
+          prometheus::BuildGauge()
+              .Name("loom_link_utilization")
+              .Help("Transmit utilization (0..1) of switch-to-switch link directions, "
+                    "from telemetry")
+              .Register(registry)),
+      links_by_state_family_(prometheus::BuildGauge()
+                                 .Name("loom_links")
+                                 .Help("Links by operational state as telemetry reports them "
+                                       "(up, down, unknown, stale)")
+                                 .Register(registry)),
+      fabric_max_util_gauge_(prometheus::BuildGauge()
+                                 .Name("loom_fabric_max_link_utilization")
+                                 .Help("Highest measured utilization of any fresh switch-to-switch "
+                                       "link direction")
+                                 .Register(registry)
+                                 .Add({})),
+      telemetry_stats_family_(prometheus::BuildGauge()
+                                  .Name("loom_telemetry_ingest")
+                                  .Help("Telemetry ingest counts (cumulative) by kind")
+                                  .Register(registry)) {
   if (options_.event_retention == 0) options_.event_retention = 1;
 }
 
@@ -104,6 +128,33 @@ void Controller::Post(F&& f) {
 }
 
 Status Controller::Start() {
+  reconciler_.SetNoteCallback([this](const ReconcileNote& note) {
+    Mutation m;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_DEVICE_SYNC, note.device);
+    switch (note.kind) {
+      case ReconcileNote::Kind::kApplyFailed:
+        ev.set_severity(v1::SEVERITY_WARNING);
+        ev.set_cause("programming the device failed");
+        ev.set_action("retrying with backoff");
+        break;
+      case ReconcileNote::Kind::kRecovered:
+        ev.set_cause("device accepted its desired state");
+        ev.set_action("back in sync");
+        break;
+      case ReconcileNote::Kind::kDriftRepaired:
+        ev.set_severity(v1::SEVERITY_WARNING);
+        ev.set_cause("device state drifted from what Loom programmed");
+        ev.set_action("re-applying the desired state");
+        break;
+      case ReconcileNote::Kind::kNoDriver:
+        ev.set_cause("no southbound driver handles the device");
+        ev.set_action("none: the device is not programmed");
+        break;
+    }
+    ev.set_result(note.detail);
+    m.events.push_back(ev);
+    CommitAndPublish(m);
+  });
   StoredState state;
   if (Status s = store_.Load(options_.event_retention, &state); !s.ok()) return s;
   for (auto& job : state.jobs) {
@@ -217,6 +268,10 @@ Status Controller::CommitAndPublish(Mutation& m) {
   }
   revision_ = last;
   next_revision_ = revision_;
+  if (!m.put_jobs.empty() || !m.delete_jobs.empty() || !m.put_drains.empty() ||
+      !m.delete_drains.empty() || m.put_policy) {
+    desired_dirty_ = true;  // assignments may have changed
+  }
   if (m.prune_events_before) {
     while (!history_.empty() && history_.front().revision() < m.prune_events_before) {
       history_.pop_front();
@@ -287,6 +342,9 @@ void Controller::UpdateGauges() {
 std::set<std::string> Controller::DownLinks() const {
   std::set<std::string> down;
   for (const auto& [id, d] : drains_) down.insert(id);
+  for (const auto& [id, st] : oper_) {
+    if (st == v1::LINK_OPER_STATE_DOWN) down.insert(id);
+  }
   return down;
 }
 
@@ -497,7 +555,35 @@ v1::LinkStatus Controller::MakeLinkStatus(const v1::Link& link) const {
   } else {
     st.set_admin_state(v1::LINK_ADMIN_STATE_IN_SERVICE);
   }
-  st.set_oper_state(v1::LINK_OPER_STATE_UNKNOWN);
+  auto oper = oper_.find(link.id());
+  st.set_oper_state(oper == oper_.end() ? v1::LINK_OPER_STATE_UNKNOWN : oper->second);
+  if (snapshot_) {
+    const auto& links = topo_->topology().links();
+    int index = static_cast<int>(&link - &links.Get(0));
+    for (int dir = 0; dir < 2; ++dir) {
+      size_t i = static_cast<size_t>(2 * index + dir);
+      if (index < 0 || index >= links.size() || i >= snapshot_->links.size()) break;
+      const auto& d = snapshot_->links[i];
+      auto* out = st.add_directions();
+      out->set_from_device(d.tx_device ? *d.tx_device : "");
+      out->set_to_device(d.rx_device ? *d.rx_device : "");
+      out->set_utilization(d.utilization);
+      out->set_rate_bps(d.tx_bps);
+      out->set_queue_depth_bytes(d.queue_depth_bytes);
+      out->set_queue_peak_bytes(d.queue_peak_bytes);
+      out->set_ecn_marked_pps(d.ecn_marked_pps);
+      out->set_cnp_pps(d.cnp_pps);
+      out->set_pfc_pause_ratio(d.pfc_pause_ratio);
+      out->set_drops_pps(d.drops_pps);
+      out->set_errors_pps(d.errors_pps);
+      out->set_quality(static_cast<uint32_t>(d.quality_band));
+      out->set_stale(d.stale);
+      out->set_pfc_stormed(d.pfc_stormed);
+      if (d.last_sample_ns > 0) {
+        *out->mutable_sample_time() = TimeUtil::NanosecondsToTimestamp(d.last_sample_ns);
+      }
+    }
+  }
   return st;
 }
 
@@ -730,6 +816,154 @@ void Controller::InstallPolicy(v1::PolicySet set, Done<PolicyInstallResult> done
 
 void Controller::GetDesiredStates(Done<std::map<std::string, v1::DeviceState>> done) {
   Post([this, done = std::move(done)]() { done(Status::Ok(), placement_.DesiredStates()); });
+}
+
+}  // namespace loom::controller
+
+namespace loom::controller {
+
+// ------------------------------------------------------------ telemetry ----
+
+void Controller::OnLinkSnapshot(std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot) {
+  Post([this, snapshot = std::move(snapshot)]() mutable { ApplySnapshot(std::move(snapshot)); });
+}
+
+void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot) {
+  snapshot_ = std::move(snapshot);
+  const auto& links = topo_->topology().links();
+  Mutation m;
+  std::vector<std::pair<std::string, v1::LinkOperState>> changes;
+  for (int i = 0; i < links.size(); ++i) {
+    size_t a = static_cast<size_t>(2 * i), b = a + 1;
+    if (b >= snapshot_->links.size()) break;
+    const auto& up = snapshot_->links[a];
+    const auto& down = snapshot_->links[b];
+    // Act only on fresh data: a stale direction says nothing.
+    bool any_fresh = false, any_down = false, any_up = false;
+    for (const auto* d : {&up, &down}) {
+      if (d->stale && d->oper == loom::telemetry::OperStatus::kUnknown) continue;
+      if (d->stale) continue;
+      any_fresh = true;
+      any_down |= d->oper == loom::telemetry::OperStatus::kDown;
+      any_up |= d->oper == loom::telemetry::OperStatus::kUp;
+    }
+    if (!any_fresh) continue;
+    v1::LinkOperState state = any_down ? v1::LINK_OPER_STATE_DOWN
+                              : any_up ? v1::LINK_OPER_STATE_UP
+                                       : v1::LINK_OPER_STATE_UNKNOWN;
+    auto it = oper_.find(links[i].id());
+    v1::LinkOperState before = it == oper_.end() ? v1::LINK_OPER_STATE_UNKNOWN : it->second;
+    if (state == before) continue;
+    changes.emplace_back(links[i].id(), state);
+  }
+  UpdateLinkGauges();
+  if (changes.empty()) return;
+  // Only transitions to or from DOWN matter to placement; first sightings
+  // (UNKNOWN -> UP) are recorded quietly.
+  bool placement_relevant = false;
+  auto saved_oper = oper_;
+  for (const auto& [id, state] : changes) {
+    v1::LinkOperState before = oper_.count(id) ? oper_[id] : v1::LINK_OPER_STATE_UNKNOWN;
+    oper_[id] = state;
+    if (state == v1::LINK_OPER_STATE_DOWN || before == v1::LINK_OPER_STATE_DOWN) {
+      placement_relevant = true;
+      v1::Event ev = NewEvent(v1::EVENT_TYPE_LINK_OPER_CHANGED, id);
+      ev.set_severity(state == v1::LINK_OPER_STATE_DOWN ? v1::SEVERITY_CRITICAL
+                                                        : v1::SEVERITY_INFO);
+      ev.set_cause(std::string("telemetry: oper-status ") +
+                   (state == v1::LINK_OPER_STATE_DOWN ? "DOWN" : "UP"));
+      ev.set_action(state == v1::LINK_OPER_STATE_DOWN ? "took the link out of placement"
+                                                      : "returned the link to placement");
+      m.events.push_back(ev);
+    }
+  }
+  if (!placement_relevant) return;
+  loom::te::Placement saved = placement_;
+  placement_.SetDownLinks(DownLinks());
+  size_t first_new = m.events.size();
+  std::map<std::string, v1::Job> updated;
+  std::string cause;
+  for (const auto& [id, state] : changes) {
+    cause += (cause.empty() ? "" : ", ") + std::string("link ") + id +
+             (state == v1::LINK_OPER_STATE_DOWN ? " down" : " up");
+  }
+  int moved = RecomputeInto(m, cause + " (telemetry)", &updated);
+  for (size_t i = 0; i < first_new; ++i) {
+    m.events[i].set_result(std::to_string(moved) + " job(s) re-placed");
+  }
+  if (Status s = CommitAndPublish(m); !s.ok()) {
+    placement_ = std::move(saved);
+    oper_ = std::move(saved_oper);
+    return;
+  }
+  for (auto& [id, job] : updated) jobs_[id] = job;
+}
+
+void Controller::UpdateLinkGauges() {
+  if (!snapshot_) return;
+  const auto& links = topo_->topology().links();
+  std::map<std::string, int> by_state{{"up", 0}, {"down", 0}, {"unknown", 0}, {"stale", 0}};
+  double max_util = 0;
+  size_t series = 0;
+  for (int i = 0; i < links.size(); ++i) {
+    const auto* a = topo_->FindDevice(links[i].a().device());
+    const auto* b = topo_->FindDevice(links[i].b().device());
+    bool fabric = a && b && a->role() != v1::DEVICE_ROLE_NIC && b->role() != v1::DEVICE_ROLE_NIC;
+    auto it = oper_.find(links[i].id());
+    v1::LinkOperState st = it == oper_.end() ? v1::LINK_OPER_STATE_UNKNOWN : it->second;
+    bool stale = true;
+    for (int dir = 0; dir < 2; ++dir) {
+      size_t k = static_cast<size_t>(2 * i + dir);
+      if (k >= snapshot_->links.size()) continue;
+      const auto& d = snapshot_->links[k];
+      stale &= d.stale;
+      if (!fabric) continue;
+      if (!d.stale) max_util = std::max(max_util, d.utilization);
+      if (series < max_link_series_) {
+        link_util_family_.Add({{"link", links[i].id()}, {"direction", dir == 0 ? "up" : "down"}})
+            .Set(d.utilization);
+        ++series;
+      }
+    }
+    by_state[stale                            ? "stale"
+             : st == v1::LINK_OPER_STATE_UP   ? "up"
+             : st == v1::LINK_OPER_STATE_DOWN ? "down"
+                                              : "unknown"]++;
+  }
+  for (const auto& [state, n] : by_state) {
+    links_by_state_family_.Add({{"state", state}}).Set(n);
+  }
+  fabric_max_util_gauge_.Set(max_util);
+  const auto& stats = snapshot_->stats;
+  telemetry_stats_family_.Add({{"kind", "notifications"}})
+      .Set(static_cast<double>(stats.notifications));
+  telemetry_stats_family_.Add({{"kind", "updates"}}).Set(static_cast<double>(stats.updates));
+  telemetry_stats_family_.Add({{"kind", "unknown_target"}})
+      .Set(static_cast<double>(stats.unknown_target));
+  telemetry_stats_family_.Add({{"kind", "unknown_path"}})
+      .Set(static_cast<double>(stats.unknown_path));
+  telemetry_stats_family_.Add({{"kind", "bad_value"}}).Set(static_cast<double>(stats.bad_value));
+  telemetry_stats_family_.Add({{"kind", "missing_timestamp"}})
+      .Set(static_cast<double>(stats.missing_timestamp));
+  telemetry_stats_family_.Add({{"kind", "counter_resets"}}).Set(static_cast<double>(stats.resets));
+}
+
+}  // namespace loom::controller
+
+namespace loom::controller {
+
+void Controller::Tick() {
+  Post([this]() {
+    if (desired_dirty_) {
+      desired_dirty_ = false;
+      reconciler_.SetDesired(placement_.DesiredStates());
+    }
+    reconciler_.Tick();
+  });
+}
+
+void Controller::WithReconciler(std::function<void(const Reconciler&)> f) {
+  Post([this, f = std::move(f)]() { f(reconciler_); });
 }
 
 }  // namespace loom::controller

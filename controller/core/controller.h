@@ -30,10 +30,12 @@
 #include "api/topology/topology_index.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "controller/reconciler/reconciler.h"
 #include "controller/store/store.h"
 #include "controller/te/placement.h"
 #include "loom/v1/fabric_service.pb.h"
 #include "loom/v1/scheduler_service.pb.h"
+#include "telemetry/link_state.h"
 
 namespace loom::controller {
 
@@ -44,6 +46,7 @@ struct ControllerOptions {
   size_t request_retention = 100'000;
   // TELB placement parameters.
   loom::te::PlacementParams placement;
+  ReconcilerOptions reconciler;
 };
 
 struct PolicyInstallResult {
@@ -74,6 +77,16 @@ class Controller {
   // before the io_context runs requests.
   Status Start();
 
+  // Adds a southbound driver (before Start). Drivers are tried in order.
+  void AddDriver(loom::southbound::Driver* driver) { reconciler_.AddDriver(driver); }
+  // Periodic work on the strand: pushes changed desired state to the
+  // reconciler and lets it apply, retry and check drift. Production calls it
+  // from a timer; closed-loop tests call it after advancing virtual time.
+  void Tick();
+  // Runs `f` on the strand with read access to the reconciler (status pages,
+  // tests).
+  void WithReconciler(std::function<void(const Reconciler&)> f);
+
   const loom::topology::TopologyIndex& topology() const { return *topo_; }
 
   void RegisterJob(loom::v1::RegisterJobRequest req, Done<loom::v1::RegisterJobResponse> done);
@@ -98,6 +111,12 @@ class Controller {
   // every job is re-evaluated. INVALID_ARGUMENT with the findings when the
   // set has errors. Installing the current set again is a no-op.
   void InstallPolicy(loom::v1::PolicySet set, Done<PolicyInstallResult> done);
+
+  // A fresh picture of the fabric from telemetry (computed off the strand;
+  // the latest wins). Updates link oper states: a link that telemetry sees
+  // down (and not stale) is taken out of placement and affected jobs are
+  // re-placed; stale data changes nothing.
+  void OnLinkSnapshot(std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot);
 
   // The desired state of every switch, as computed from the current
   // assignments (for the reconciler and `loomctl render`).
@@ -133,6 +152,8 @@ class Controller {
   int RecomputeInto(Mutation& m, const std::string& cause,
                     std::map<std::string, loom::v1::Job>* updated);
   std::set<std::string> DownLinks() const;
+  void ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot);
+  void UpdateLinkGauges();
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   const Clock& clock_;
@@ -152,6 +173,11 @@ class Controller {
   uint64_t next_subscriber_ = 1;
   loom::te::Placement placement_;
   uint64_t policy_version_ = 0;
+  std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot_;
+  Reconciler reconciler_;
+  bool desired_dirty_ = true;
+  // Operational state per link id as telemetry last reported it (fresh data only).
+  std::map<std::string, loom::v1::LinkOperState> oper_;
 
   // --- metrics ---
   prometheus::Gauge& jobs_gauge_;
@@ -163,6 +189,13 @@ class Controller {
   prometheus::Gauge& max_util_gauge_;
   prometheus::Histogram& placement_seconds_;
   prometheus::Counter& moves_counter_;
+  prometheus::Family<prometheus::Gauge>& link_util_family_;
+  prometheus::Family<prometheus::Gauge>& links_by_state_family_;
+  prometheus::Gauge& fabric_max_util_gauge_;
+  prometheus::Family<prometheus::Gauge>& telemetry_stats_family_;
+  // Per-link utilization series are exported for switch-to-switch links only,
+  // at most this many, to keep label cardinality bounded.
+  size_t max_link_series_ = 4096;
 };
 
 }  // namespace loom::controller

@@ -27,6 +27,11 @@ Flags (override the config file):
   --log-format FORMAT      text or json (default text)
   --ready-file FILE        write {"grpc_port":N,"metrics_port":N} here once serving
   --event-retention N      events kept for replay (default 100000)
+  --telemetry-address HOST:PORT
+                           one gNMI server serving every switch of the topology
+                           (e.g. a running loom-fabric); per-device targets go in
+                           the config file's "telemetryTargets"
+  --telemetry-interval-ms N  gNMI SAMPLE interval (default 100)
   --help                   this text
   --version                print the version
 
@@ -49,10 +54,11 @@ bool SplitHostPort(const std::string& address, std::string* host, int* port) {
 
 ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, std::string* error) {
   Flags flags;
-  if (!flags.Parse(argc, argv, 1,
-                   {"config", "topology", "grpc-listen", "metrics-listen", "db", "log-level",
-                    "log-format", "ready-file", "event-retention"},
-                   {"help", "version"}, error)) {
+  if (!flags.Parse(
+          argc, argv, 1,
+          {"config", "topology", "grpc-listen", "metrics-listen", "db", "log-level", "log-format",
+           "ready-file", "event-retention", "telemetry-address", "telemetry-interval-ms"},
+          {"help", "version"}, error)) {
     return ConfigResult::kError;
   }
   if (flags.Has("help")) return ConfigResult::kHelp;
@@ -93,6 +99,18 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
     }
     config->set_event_retention(static_cast<uint32_t>(v));
   }
+  if (flags.Has("telemetry-address")) config->set_telemetry_address(flags.Get("telemetry-address"));
+  if (flags.Has("telemetry-interval-ms")) {
+    int64_t v = 0;
+    if (!flags.GetInt("telemetry-interval-ms", 0, &v, error)) return ConfigResult::kError;
+    if (v < 1 || v > 60'000) {
+      *error = "--telemetry-interval-ms must be between 1 and 60000";
+      return ConfigResult::kError;
+    }
+    config->set_telemetry_interval_ms(static_cast<uint32_t>(v));
+  }
+  if (config->telemetry_interval_ms() == 0) config->set_telemetry_interval_ms(100);
+  if (config->telemetry_stale_intervals() == 0) config->set_telemetry_stale_intervals(3);
   if (config->grpc_listen().empty()) config->set_grpc_listen("127.0.0.1:50061");
   if (config->metrics_listen().empty()) config->set_metrics_listen("127.0.0.1:9464");
   if (config->database_path().empty()) config->set_database_path("loom.db");
@@ -124,6 +142,18 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
   if (config->log_format() != "text" && config->log_format() != "json") {
     *error = "log_format: \"" + config->log_format() + "\" is not text or json";
     return ConfigResult::kError;
+  }
+  if (!config->telemetry_address().empty() &&
+      !SplitHostPort(config->telemetry_address(), &host, &port)) {
+    *error = "telemetry_address: \"" + config->telemetry_address() + "\" is not HOST:PORT";
+    return ConfigResult::kError;
+  }
+  for (int i = 0; i < config->telemetry_targets_size(); ++i) {
+    const auto& t = config->telemetry_targets(i);
+    if (t.name().empty() || !SplitHostPort(t.address(), &host, &port)) {
+      *error = "telemetry_targets[" + std::to_string(i) + "]: needs a name and a HOST:PORT address";
+      return ConfigResult::kError;
+    }
   }
   if (config->has_tls() && !config->tls().cert_path().empty()) {
     *error = "tls: TLS is not supported yet; remove the tls section";

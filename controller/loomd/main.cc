@@ -10,10 +10,14 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "api/services/metrics.h"
@@ -25,6 +29,8 @@
 #include "controller/core/controller.h"
 #include "controller/loomd/config.h"
 #include "controller/store/store.h"
+#include "telemetry/collector.h"
+#include "telemetry/link_state.h"
 
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "0.0.0"
@@ -95,12 +101,86 @@ int main(int argc, char** argv) {
     return Fail(1, "cannot start the controller: " + s.message());
   }
   auto work = boost::asio::make_work_guard(io);
+  // The controller's periodic work (reconciler applies, retries, drift).
+  boost::asio::steady_timer tick_timer(io);
+  std::function<void()> schedule_tick = [&] {
+    tick_timer.expires_after(std::chrono::milliseconds(50));
+    tick_timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      controller.Tick();
+      schedule_tick();
+    });
+  };
+  schedule_tick();
   std::thread core([&io] { io.run(); });
+
+  // Telemetry: gNMI dial-in to every switch; decoding runs on the collector's
+  // threads, a snapshot thread hands the controller a fresh picture each
+  // interval.
+  const loom::TimeNs interval = config.telemetry_interval_ms() * loom::kNsPerMs;
+  loom::telemetry::LinkStateOptions lopts;
+  lopts.staleness.sample_interval_ns = interval;
+  lopts.staleness.stale_after_intervals = static_cast<int>(config.telemetry_stale_intervals());
+  loom::telemetry::LinkTelemetry link_telemetry(*index, lopts, &clock);
+  loom::telemetry::CollectorOptions collector_opts;
+  std::map<std::string, std::string> target_address;
+  if (!config.telemetry_address().empty()) {
+    for (const auto& d : index->topology().devices()) {
+      if (d.role() == loom::v1::DEVICE_ROLE_LEAF || d.role() == loom::v1::DEVICE_ROLE_SPINE ||
+          d.role() == loom::v1::DEVICE_ROLE_SUPER_SPINE) {
+        target_address[d.id()] = config.telemetry_address();
+      }
+    }
+  }
+  for (const auto& t : config.telemetry_targets()) target_address[t.name()] = t.address();
+  for (const auto& [name, address] : target_address) {
+    loom::telemetry::TargetConfig t;
+    t.name = name;
+    t.address = address;
+    t.subscriptions = loom::telemetry::SwitchSubscriptions(interval);
+    collector_opts.targets.push_back(std::move(t));
+  }
+  loom::telemetry::Collector collector(collector_opts, &link_telemetry, &clock);
+  std::mutex snap_mu;
+  std::condition_variable snap_cv;
+  bool snap_stop = false;
+  std::thread snapshots;
+  if (!collector_opts.targets.empty()) {
+    if (loom::Status s = collector.Start(); !s.ok()) {
+      work.reset();
+      io.stop();
+      core.join();
+      return Fail(2, "telemetry: " + s.message());
+    }
+    snapshots = std::thread([&] {
+      std::unique_lock<std::mutex> lock(snap_mu);
+      while (
+          !snap_cv.wait_for(lock, std::chrono::nanoseconds(interval), [&] { return snap_stop; })) {
+        lock.unlock();
+        controller.OnLinkSnapshot(
+            std::make_shared<const loom::telemetry::LinkSnapshot>(link_telemetry.Snapshot()));
+        lock.lock();
+      }
+    });
+    LOG_INFO("telemetry collector started")
+        .With("targets", static_cast<uint64_t>(collector_opts.targets.size()))
+        .With("interval_ms", static_cast<uint64_t>(config.telemetry_interval_ms()));
+  }
+  auto stop_telemetry = [&] {
+    {
+      std::lock_guard<std::mutex> lock(snap_mu);
+      snap_stop = true;
+    }
+    snap_cv.notify_all();
+    if (snapshots.joinable()) snapshots.join();
+    collector.Stop();
+  };
 
   std::unique_ptr<prometheus::Exposer> exposer;
   try {
     exposer = std::make_unique<prometheus::Exposer>(config.metrics_listen());
   } catch (const std::exception& e) {
+    stop_telemetry();
     work.reset();
     io.stop();
     core.join();
@@ -116,6 +196,7 @@ int main(int argc, char** argv) {
   sopts.watch_queue_limit = config.event_retention() + 10'000;
   loom::api::ApiServer server(controller, *registry, sopts);
   if (loom::Status s = server.Start(config.grpc_listen()); !s.ok()) {
+    stop_telemetry();
     exposer.reset();
     work.reset();
     io.stop();
@@ -145,6 +226,7 @@ int main(int argc, char** argv) {
   sigwait(&signals, &sig);
   LOG_INFO("shutting down").With("signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
   server.Shutdown(std::chrono::milliseconds(2000));
+  stop_telemetry();
   exposer.reset();
   work.reset();
   io.stop();
