@@ -348,9 +348,12 @@ void FabricLoop::RunPosted() {
 
 void FabricLoop::Run() {
   using Steady = std::chrono::steady_clock;
-  SnapshotBuilder builder(*fabric_, target_->gnmi_options());
-  target_->Publish(builder.Capture());
-  published_.fetch_add(1);
+  std::unique_ptr<SnapshotBuilder> builder;
+  if (target_ != nullptr) {
+    builder = std::make_unique<SnapshotBuilder>(*fabric_, target_->gnmi_options());
+    target_->Publish(builder->Capture());
+    published_.fetch_add(1);
+  }
   virtual_now_.store(fabric_->now());
   const auto wall0 = Steady::now();
   const TimeNs v0 = fabric_->now();
@@ -368,8 +371,8 @@ void FabricLoop::Run() {
       if (fabric_->now() >= until) {
         // Ahead of the wall clock: sleep towards the next tick (bounded, so
         // Stop() and Post() are noticed quickly).
-        const double wait_ns =
-            static_cast<double>(builder.next_tick_ns() - fabric_->now()) / options_.speed;
+        const TimeNs next = builder ? builder->next_tick_ns() : fabric_->now() + kNsPerMs;
+        const double wait_ns = static_cast<double>(next - fabric_->now()) / options_.speed;
         const auto wait = std::chrono::nanoseconds(
             std::clamp<int64_t>(static_cast<int64_t>(wait_ns), 50'000, 2'000'000));
         std::this_thread::sleep_for(wait);
@@ -386,7 +389,8 @@ void FabricLoop::Run() {
       if (options_.duration_ns > 0 && fabric_->now() >= options_.duration_ns) break;
       fabric_->Step();
       if (options_.on_step) options_.on_step(*fabric_);
-      if (auto snap = builder.OnStep()) {
+      if (!builder) continue;
+      if (auto snap = builder->OnStep()) {
         target_->Publish(std::move(snap));
         published_.fetch_add(1);
       }

@@ -123,7 +123,8 @@ struct FabricLoopOptions {
 // other threads change the fabric (faults, flows) safely.
 class FabricLoop {
  public:
-  // `fabric` and `target` must outlive the loop.
+  // `fabric` and `target` must outlive the loop. `target` may be null (pacing
+  // only, nothing published).
   FabricLoop(Fabric* fabric, GnmiTarget* target, FabricLoopOptions options);
   ~FabricLoop();
 

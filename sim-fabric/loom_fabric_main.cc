@@ -1,18 +1,32 @@
-// loom-fabric: runs a fabric scenario in virtual time and reports on it.
+// loom-fabric: runs a fabric scenario in virtual time and reports on it; with
+// --gnmi-listen it also serves the fabric's telemetry as a gNMI target.
 //
 //   loom-fabric SCENARIO.json [--out DIR] [--duration-ns N] [--seed N] [--step-ns N]
 //               [--sample-ns N] [--no-progress]
+//               [--gnmi-listen HOST:PORT] [--ready-file FILE] [--realtime] [--speed F]
+//               [--duration D] [--gnmi-tick-ns N]
 //
-// Prints per-job completion times and a fabric summary; writes links.csv,
-// qps.csv, heatmap.svg and queues.svg into DIR. Single-threaded.
+// Batch mode (no --gnmi-listen, no pacing): steps as fast as possible until the
+// duration or until every job is done, prints per-job completion times and a
+// fabric summary; writes links.csv, qps.csv, heatmap.svg and queues.svg into
+// DIR. Single-threaded.
+//
+// Live mode (--gnmi-listen, --realtime or --speed): a FabricLoop steps the
+// fabric on the main thread, paced against the wall clock, and publishes a
+// snapshot per sample tick to the gNMI target (gRPC threads serve it). Runs
+// until --duration (0 = until SIGINT/SIGTERM), then prints the summary.
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "common/flags.h"
+#include "sim-fabric/gnmi_target.h"
 #include "sim-fabric/recorder.h"
 #include "sim-fabric/scenario.h"
 
@@ -31,13 +45,69 @@ constexpr char kUsage[] =
     "  --no-progress      no progress bar on stderr\n"
     "  --help             this text\n"
     "\n"
+    "live mode (gNMI target):\n"
+    "  --gnmi-listen HOST:PORT  serve gNMI (gnmi.gNMI: Capabilities, Get, Subscribe) on this\n"
+    "                     address; port 0 = any free port. One target name per switch and per\n"
+    "                     NIC (the device id). Paces at real time unless --speed says otherwise\n"
+    "  --ready-file FILE  once listening, write {\"gnmi_port\": N} to FILE\n"
+    "  --realtime         virtual time follows the wall clock (same as --speed 1)\n"
+    "  --speed F          virtual seconds per wall second (0 = as fast as possible)\n"
+    "  --duration D       stop at this virtual time: 10s, 500ms, 250us, 1000ns or seconds;\n"
+    "                     0 = run until SIGINT/SIGTERM (default with --gnmi-listen)\n"
+    "  --gnmi-tick-ns N   snapshot period = smallest sample interval (default 1000000)\n"
+    "\n"
     "outputs: DIR/links.csv (per-interface utilisation, queue depth, pause state),\n"
-    "         DIR/qps.csv (per-QP DCQCN rate), DIR/heatmap.svg, DIR/queues.svg\n";
+    "         DIR/qps.csv (per-QP DCQCN rate), DIR/heatmap.svg, DIR/queues.svg\n"
+    "         (live mode: only when the run has a duration)\n";
 
 std::string Ms(loom::TimeNs ns) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.3f ms", static_cast<double>(ns) / 1e6);
   return buf;
+}
+
+std::atomic<loom::sim::FabricLoop*> g_loop{nullptr};
+
+void OnSignal(int /*sig*/) {
+  loom::sim::FabricLoop* loop = g_loop.load();
+  if (loop != nullptr) loop->Stop();
+}
+
+// "10s", "500ms", "250us", "1000ns" or plain seconds -> ns.
+bool ParseDuration(const std::string& text, loom::TimeNs* out) {
+  struct Unit {
+    const char* suffix;
+    double ns;
+  };
+  static const Unit kUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+  std::string num = text;
+  double scale = 1e9;
+  for (const Unit& u : kUnits) {
+    const std::string suf = u.suffix;
+    if (num.size() > suf.size() && num.compare(num.size() - suf.size(), suf.size(), suf) == 0) {
+      num = num.substr(0, num.size() - suf.size());
+      scale = u.ns;
+      break;
+    }
+  }
+  char* end = nullptr;
+  const double v = std::strtod(num.c_str(), &end);
+  if (num.empty() || end == nullptr || *end != '\0' || !(v >= 0) || v * scale > 9e18) return false;
+  *out = static_cast<loom::TimeNs>(v * scale);
+  return true;
+}
+
+bool WriteReadyFile(const std::string& path, int port, std::string* error) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) {
+    *error = "cannot write " + tmp;
+    return false;
+  }
+  std::fprintf(f, "{\"gnmi_port\": %d}\n", port);
+  const bool ok = std::fclose(f) == 0 && std::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) *error = "cannot write " + path;
+  return ok;
 }
 
 }  // namespace
@@ -46,8 +116,10 @@ int main(int argc, char** argv) {
   using namespace loom::sim;
   loom::Flags flags;
   std::string error;
-  if (!flags.Parse(argc, argv, 1, {"out", "duration-ns", "seed", "step-ns", "sample-ns"},
-                   {"help", "no-progress"}, &error)) {
+  if (!flags.Parse(argc, argv, 1,
+                   {"out", "duration-ns", "seed", "step-ns", "sample-ns", "gnmi-listen",
+                    "ready-file", "speed", "duration", "gnmi-tick-ns"},
+                   {"help", "no-progress", "realtime"}, &error)) {
     std::fprintf(stderr, "loom-fabric: %s\n%s", error.c_str(), kUsage);
     return 2;
   }
@@ -75,7 +147,33 @@ int main(int argc, char** argv) {
   }
   sc.options.step_ns = v;
   if (!flags.GetInt("sample-ns", sc.sample_ns, &v, &error) || v <= 0) return 2;
-  sc.sample_ns = std::max<loom::TimeNs>(v, sc.duration_ns / 4000);
+  const std::string gnmi_listen = flags.Get("gnmi-listen");
+  const bool live = !gnmi_listen.empty() || flags.Has("realtime") || flags.Has("speed");
+  double speed = 1.0;
+  if (!flags.GetDouble("speed", 1.0, &speed, &error) || !(speed >= 0)) {
+    std::fprintf(stderr, "loom-fabric: bad --speed\n");
+    return 2;
+  }
+  if (flags.Has("realtime")) speed = 1.0;
+  if (live) {
+    // Live runs go on until killed unless a duration is given.
+    if (!flags.Has("duration-ns")) sc.duration_ns = 0;
+    if (flags.Has("duration") && !ParseDuration(flags.Get("duration"), &sc.duration_ns)) {
+      std::fprintf(stderr, "loom-fabric: bad --duration %s\n", flags.Get("duration").c_str());
+      return 2;
+    }
+  } else if (flags.Has("duration")) {
+    if (!ParseDuration(flags.Get("duration"), &sc.duration_ns) || sc.duration_ns <= 0) {
+      std::fprintf(stderr, "loom-fabric: bad --duration %s\n", flags.Get("duration").c_str());
+      return 2;
+    }
+  }
+  int64_t tick_ns = 0;
+  if (!flags.GetInt("gnmi-tick-ns", loom::kNsPerMs, &tick_ns, &error) || tick_ns <= 0) {
+    std::fprintf(stderr, "loom-fabric: bad --gnmi-tick-ns\n");
+    return 2;
+  }
+  sc.sample_ns = sc.duration_ns > 0 ? std::max<loom::TimeNs>(v, sc.duration_ns / 4000) : v;
   const std::string out_dir = flags.Get("out", "loom-fabric-out");
   mkdir(out_dir.c_str(), 0755);
 
@@ -85,10 +183,48 @@ int main(int argc, char** argv) {
     return 1;
   }
   Recorder rec(fab.get(), sc.sample_ns);
+  const bool record = sc.duration_ns > 0;
   const bool progress = !flags.Has("no-progress");
   const auto wall0 = std::chrono::steady_clock::now();
   int last_pct = -1;
-  while (fab->now() < sc.duration_ns) {
+  if (live) {
+    std::unique_ptr<GnmiTarget> target;
+    if (!gnmi_listen.empty()) {
+      GnmiOptions go;
+      go.tick_ns = tick_ns;
+      go.min_sample_interval_ns = tick_ns;
+      GnmiTargetOptions to;
+      to.listen_address = gnmi_listen;
+      target = std::make_unique<GnmiTarget>(go, to);
+      loom::Status st = target->Start();
+      if (!st.ok()) {
+        std::fprintf(stderr, "loom-fabric: %s\n", st.message().c_str());
+        return 1;
+      }
+      std::printf("gnmi target listening on %s (port %d), %zu targets\n", gnmi_listen.c_str(),
+                  target->port(), fab->Devices().size());
+      std::fflush(stdout);
+      if (flags.Has("ready-file") &&
+          !WriteReadyFile(flags.Get("ready-file"), target->port(), &error)) {
+        std::fprintf(stderr, "loom-fabric: %s\n", error.c_str());
+        return 1;
+      }
+    }
+    FabricLoopOptions lo;
+    lo.speed = speed;
+    lo.duration_ns = sc.duration_ns;
+    if (record) lo.on_step = [&rec](Fabric&) { rec.Sample(); };
+    FabricLoop loop(fab.get(), target.get(), lo);
+    g_loop.store(&loop);
+    std::signal(SIGINT, OnSignal);
+    std::signal(SIGTERM, OnSignal);
+    loop.Run();
+    g_loop.store(nullptr);
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    if (target) target->Stop();
+  }
+  while (!live && fab->now() < sc.duration_ns) {
     if (fab->job_count() > 0 && fab->AllJobsDone()) break;
     fab->Step();
     rec.Sample();
@@ -168,6 +304,7 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(pfc_tx), static_cast<unsigned long long>(cnps),
       static_cast<unsigned long long>(oos), static_cast<unsigned long long>(wm), hottest.c_str(),
       100 * max_util);
+  if (!record) return 0;
   bool ok = rec.WriteLinksCsv(out_dir + "/links.csv", &error) &&
             rec.WriteQpsCsv(out_dir + "/qps.csv", &error) &&
             rec.WriteHeatmapSvg(out_dir + "/heatmap.svg", &error) &&
