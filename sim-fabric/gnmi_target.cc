@@ -115,8 +115,8 @@ class GnmiTarget::SubscribeReactor final
     session_ = std::move(session);
     std::vector<gnmi::Notification> ns;
     session_->Initial(snap, &ns);
-    EnqueueLocked(lock, std::move(ns), /*sync=*/true);
-    if (session_->mode() == gnmi::SubscriptionList::ONCE) FinishLocked(lock, grpc::Status::OK);
+    EnqueueLocked(lock, std::move(ns), /*sync=*/true,
+                  /*finish=*/session_->mode() == gnmi::SubscriptionList::ONCE);
     return Status::Ok();
   }
 
@@ -140,9 +140,14 @@ class GnmiTarget::SubscribeReactor final
   }
 
  private:
+  // Queues `ns` (and sync_response), then, with `finish`, ends the RPC with OK
+  // once they are written. Unlocks `lock`.
   void EnqueueLocked(std::unique_lock<std::mutex>& lock, std::vector<gnmi::Notification> ns,
-                     bool sync) {
-    if (finish_pending_) return;
+                     bool sync, bool finish = false) {
+    if (finish_pending_) {
+      lock.unlock();
+      return;
+    }
     for (gnmi::Notification& n : ns) {
       gnmi::SubscribeResponse r;
       *r.mutable_update() = std::move(n);
@@ -161,22 +166,33 @@ class GnmiTarget::SubscribeReactor final
                                       "subscriber too slow: response queue limit exceeded"));
       return;
     }
+    if (finish) {
+      finish_pending_ = true;
+      final_status_ = grpc::Status::OK;
+    }
     MaybeWriteLocked(lock);
   }
 
   // Ends the RPC with `status` once the queued responses are written (at
-  // once for errors: the queue is dropped).
+  // once for errors: the queue is dropped). Unlocks `lock`.
   void FinishLocked(std::unique_lock<std::mutex>& lock, const grpc::Status& status) {
-    if (finish_pending_) return;
+    if (finish_pending_) {
+      lock.unlock();
+      return;
+    }
     finish_pending_ = true;
     final_status_ = status;
     if (!status.ok()) queue_.clear();
     MaybeWriteLocked(lock);
   }
 
-  // Starts the next write, or Finish when drained and finishing. Unlocks.
+  // Starts the next write, or Finish when drained and finishing. Always
+  // returns with `lock` released; callers must not touch state afterwards.
   void MaybeWriteLocked(std::unique_lock<std::mutex>& lock) {
-    if (writing_ || finished_) return;
+    if (writing_ || finished_) {
+      lock.unlock();
+      return;
+    }
     if (!queue_.empty()) {
       writing_ = true;
       current_ = std::move(queue_.front());
@@ -190,7 +206,9 @@ class GnmiTarget::SubscribeReactor final
       grpc::Status st = final_status_;
       lock.unlock();
       Finish(st);
+      return;
     }
+    lock.unlock();
   }
 
   GnmiTarget* const target_;
@@ -304,19 +322,23 @@ int GnmiTarget::open_streams() const {
 }
 
 bool GnmiTarget::OpenSubscription(SubscribeReactor* r, const gnmi::SubscriptionList& list) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!latest_) {
-    r->Fail(kNoData);
-    return false;
+  grpc::Status error;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!latest_) {
+      error = kNoData;
+    } else {
+      Status s = r->Install(list, *latest_);
+      if (s.ok()) {
+        if (r->streaming()) streams_.insert(r);
+        return true;
+      }
+      LOG_INFO("gnmi subscribe rejected").With("error", s.message());
+      error = ToGrpc(s);
+    }
   }
-  Status s = r->Install(list, *latest_);
-  if (!s.ok()) {
-    LOG_INFO("gnmi subscribe rejected").With("error", s.message());
-    r->Fail(ToGrpc(s));
-    return false;
-  }
-  if (r->streaming()) streams_.insert(r);
-  return true;
+  r->Fail(error);
+  return false;
 }
 
 void GnmiTarget::CloseSubscription(SubscribeReactor* r) {
