@@ -33,6 +33,11 @@ const loom::v1::Link* TopologyIndex::FindLink(const std::string& id) const {
   return it == links_.end() ? nullptr : &topo_.links(it->second);
 }
 
+int TopologyIndex::LinkIndex(const std::string& id) const {
+  auto it = links_.find(id);
+  return it == links_.end() ? -1 : it->second;
+}
+
 const loom::v1::Gpu* TopologyIndex::FindGpu(const std::string& id) const {
   auto it = gpus_.find(id);
   return it == gpus_.end() ? nullptr : &topo_.gpus(it->second);

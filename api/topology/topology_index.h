@@ -22,6 +22,8 @@ class TopologyIndex {
   const loom::v1::Device* FindDevice(const std::string& id) const;
   const loom::v1::Link* FindLink(const std::string& id) const;
   const loom::v1::Gpu* FindGpu(const std::string& id) const;
+  // Index of a link in topology().links(); -1 when absent.
+  int LinkIndex(const std::string& id) const;
   // The NIC a job endpoint (GPU or NIC id) sends through; empty when the id
   // is neither.
   std::string EndpointNic(const std::string& endpoint) const;

@@ -558,11 +558,10 @@ v1::LinkStatus Controller::MakeLinkStatus(const v1::Link& link) const {
   auto oper = oper_.find(link.id());
   st.set_oper_state(oper == oper_.end() ? v1::LINK_OPER_STATE_UNKNOWN : oper->second);
   if (snapshot_) {
-    const auto& links = topo_->topology().links();
-    int index = static_cast<int>(&link - &links.Get(0));
+    int index = topo_->LinkIndex(link.id());
     for (int dir = 0; dir < 2; ++dir) {
       size_t i = static_cast<size_t>(2 * index + dir);
-      if (index < 0 || index >= links.size() || i >= snapshot_->links.size()) break;
+      if (index < 0 || i >= snapshot_->links.size()) break;
       const auto& d = snapshot_->links[i];
       auto* out = st.add_directions();
       out->set_from_device(d.tx_device ? *d.tx_device : "");

@@ -55,8 +55,7 @@ std::vector<NicDemand> JobDemand(const v1::Job& job, const loom::topology::Topol
       for (size_t i = 0; i < n; ++i) add(i, (i + n / 2) % n, 1.0);
       break;
     case v1::COLLECTIVE_PATTERN_POINT_TO_POINT:
-      add(0, 1, 1.0);
-      add(1, 0, 1.0);
+      for (size_t i = 0; i + 1 < n; i += 2) add(i, i + 1, 1.0);
       break;
     default:
       for (size_t i = 0; i < n; ++i) {

@@ -32,7 +32,7 @@ struct NicDemand {
 //   all-to-all and unspecified: each sends line_rate/(N-1) to every other;
 //   incast: every endpoint sends line_rate/(N-1) to endpoints[0];
 //   permutation: i sends to (i + N/2) mod N at line rate;
-//   point-to-point: endpoints[0] <-> endpoints[1] at line rate.
+//   point-to-point: endpoint 2i sends to 2i+1 at line rate (pairs).
 std::vector<NicDemand> JobDemand(const loom::v1::Job& job,
                                  const loom::topology::TopologyIndex& topo, double scale = 1.0);
 

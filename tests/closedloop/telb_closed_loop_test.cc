@@ -1,0 +1,256 @@
+// TELB closed loop: the real controller core programs the emulator through
+// the in-process southbound driver and watches it through the in-process gNMI
+// adapter, in shared virtual time.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "api/topology/topology_generate.h"
+#include "tests/closedloop/harness.h"
+#include "tests/unit/test_util.h"
+
+namespace loom::testing {
+namespace {
+
+namespace v1 = loom::v1;
+using loom::sim::Collective;
+using loom::sim::JobSpec;
+
+// Two leaves, four spines, 400G everywhere; 4 NICs per leaf (2 hosts x 2):
+//
+//    spine0  spine1  spine2  spine3
+//       \  \  /  \  /  \  /  /
+//        leaf0  ==========  leaf1
+//    h000 h001 (nic0,nic1)   h002 h003
+//
+// Uplinks equal downlinks: non-blocking. Four flows leaf0 -> leaf1 fit
+// exactly when each takes its own spine.
+v1::Topology TwoLeavesFourSpines() {
+  loom::topology::Clos2Params p;
+  p.name = "2x4";
+  p.leaves = 2;
+  p.spines = 4;
+  p.hosts_per_leaf = 2;
+  p.host.gpus_per_host = 2;
+  p.host.nics_per_host = 2;
+  v1::Topology t;
+  std::string err;
+  loom::topology::GenerateClos2(p, &t, &err);
+  return t;
+}
+
+// Every NIC of leaf0 sends `bytes` to a NIC of leaf1.
+JobSpec CrossLeafPairs(const std::string& id, const std::string& tenant,
+                       std::vector<std::pair<std::string, std::string>> pairs, double bytes) {
+  JobSpec s;
+  s.id = id;
+  s.tenant = tenant;
+  s.collective = Collective::kPointToPoint;
+  for (const auto& [a, b] : pairs) {
+    s.ranks.push_back(a);
+    s.ranks.push_back(b);
+  }
+  s.message_bytes = bytes;
+  s.start_ns = 1 * kNsPerMs;
+  return s;
+}
+
+const std::vector<std::pair<std::string, std::string>> kFourFlows = {
+    {"host000-gpu0", "host002-gpu0"},
+    {"host000-gpu1", "host002-gpu1"},
+    {"host001-gpu0", "host003-gpu0"},
+    {"host001-gpu1", "host003-gpu1"}};
+
+LoopOptions Options(const TempDir& dir, bool loom, uint64_t seed) {
+  LoopOptions o;
+  o.topology = TwoLeavesFourSpines();
+  o.fabric.seed = seed;
+  o.loom_programs = loom;
+  o.db_path = dir.File("loom-" + std::to_string(seed) + (loom ? "-on" : "-off") + ".db");
+  return o;
+}
+
+// Spine a leaf uplink interface leads to.
+std::map<std::string, std::string> UplinkSpines(const v1::Topology& t, const std::string& leaf) {
+  std::map<std::string, std::string> out;
+  for (const auto& l : t.links()) {
+    if (l.a().device() == leaf && l.b().device().rfind("spine", 0) == 0) {
+      out[leaf + ":" + l.a().interface()] = l.b().device();
+    }
+  }
+  return out;
+}
+
+// Spines the QPs of `job` cross.
+std::set<std::string> SpinesOf(loom::sim::Fabric& f, const v1::Topology& t,
+                               const std::string& job) {
+  std::map<std::string, std::string> up;
+  for (const auto& leaf : {"leaf0", "leaf1"}) {
+    for (const auto& [k, v] : UplinkSpines(t, leaf)) up[k] = v;
+  }
+  std::set<std::string> spines;
+  for (const auto& qp : f.GetQps()) {
+    if (qp.job != job) continue;
+    for (const auto& hop : qp.path) {
+      if (up.count(hop)) spines.insert(up[hop]);
+    }
+  }
+  return spines;
+}
+
+struct Outcome {
+  double jct_ms = 0;
+  double max_uplink_gbytes = 0, min_uplink_gbytes = 0;
+};
+
+Outcome RunFourFlows(bool loom, uint64_t seed) {
+  TempDir dir;
+  ClosedLoop loop(Options(dir, loom, seed));
+  loop.AddJob(CrossLeafPairs("elephants", "acme", kFourFlows, 32e6));
+  EXPECT_TRUE(loop.RunUntilJobsDone(50 * kNsPerMs));
+  auto st = loop.fabric().GetJob(0);
+  Outcome o;
+  o.jct_ms = static_cast<double>(st.end_ns - st.start_ns) / 1e6;
+  o.min_uplink_gbytes = 1e18;
+  for (const auto& [ifc, spine] : UplinkSpines(TwoLeavesFourSpines(), "leaf0")) {
+    loom::sim::InterfaceCounters c;
+    loop.fabric().GetInterfaceCounters("leaf0", ifc.substr(ifc.find(':') + 1), &c);
+    double gb = static_cast<double>(c.out_octets) / 1e9;
+    o.max_uplink_gbytes = std::max(o.max_uplink_gbytes, gb);
+    o.min_uplink_gbytes = std::min(o.min_uplink_gbytes, gb);
+  }
+  return o;
+}
+
+TEST(TelbClosedLoopTest, EcmpElephantCollisionIsSeparatedByTelb) {
+  // Four 400G elephants leaf0 -> leaf1 over four spines. Static hashing puts
+  // two of them on one uplink with probability 1 - 4!/4^4 = 91%, which halves
+  // their rate; TELB pins each destination to its own spine.
+  double ecmp_sum = 0, loom_sum = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    Outcome ecmp = RunFourFlows(false, seed);
+    Outcome loom = RunFourFlows(true, seed);
+    ecmp_sum += ecmp.jct_ms;
+    loom_sum += loom.jct_ms;
+    // With TELB every uplink carries one flow: even within 5%.
+    EXPECT_NEAR(loom.max_uplink_gbytes, loom.min_uplink_gbytes, 0.05 * loom.max_uplink_gbytes)
+        << "seed " << seed;
+    EXPECT_LE(loom.max_uplink_gbytes, ecmp.max_uplink_gbytes * 1.01) << "seed " << seed;
+    // Ideal: 32 MB at 400 Gb/s = 0.64 ms (plus a few us of latency).
+    EXPECT_LT(loom.jct_ms, 0.64 * 1.15) << "seed " << seed;
+  }
+  EXPECT_GT(ecmp_sum / loom_sum, 1.3)
+      << "mean JCT: ECMP " << ecmp_sum / 3 << " ms, Loom " << loom_sum / 3 << " ms";
+}
+
+TEST(TelbClosedLoopTest, DedicatedTenantNeverCrossesOtherTenantsSpines) {
+  TempDir dir;
+  ClosedLoop loop(Options(dir, true, 7));
+  v1::PolicySet p;
+  auto* red = p.add_colors();
+  red->set_color(1);
+  red->add_spines("spine0");
+  red->add_spines("spine1");
+  auto* rule = p.add_rules();
+  rule->set_name("acme-dedicated");
+  rule->mutable_match()->add_tenants("acme");
+  rule->mutable_action()->add_colors(1);
+  rule->mutable_action()->set_isolation(v1::ISOLATION_DEDICATED);
+  ASSERT_TRUE(loop.InstallPolicy(p).ok());
+  loop.AddJob(CrossLeafPairs("acme-job", "acme", {kFourFlows[0], kFourFlows[1]}, 16e6));
+  loop.AddJob(CrossLeafPairs("beta-job", "beta", {kFourFlows[2], kFourFlows[3]}, 16e6));
+  loop.RunUntil(2 * kNsPerMs);  // traffic flowing
+  auto topo = TwoLeavesFourSpines();
+  auto acme = SpinesOf(loop.fabric(), topo, "acme-job");
+  auto beta = SpinesOf(loop.fabric(), topo, "beta-job");
+  ASSERT_FALSE(acme.empty());
+  ASSERT_FALSE(beta.empty());
+  for (const auto& s : acme) EXPECT_TRUE(s == "spine0" || s == "spine1") << s;
+  for (const auto& s : beta) EXPECT_TRUE(s == "spine2" || s == "spine3") << s;
+  EXPECT_TRUE(loop.RunUntilJobsDone(50 * kNsPerMs));
+}
+
+TEST(TelbClosedLoopTest, DrainMovesTrafficOffTheLinkBeforeItIsAffected) {
+  TempDir dir;
+  ClosedLoop loop(Options(dir, true, 3));
+  loop.AddJob(CrossLeafPairs("long", "acme", {kFourFlows[0], kFourFlows[1]}, 400e6));
+  loop.RunUntil(2 * kNsPerMs);
+  auto topo = TwoLeavesFourSpines();
+  auto before = SpinesOf(loop.fabric(), topo, "long");
+  ASSERT_FALSE(before.empty());
+  std::string spine = *before.begin();
+  // leaf0's link to that spine.
+  std::string link, iface;
+  for (const auto& l : topo.links()) {
+    if (l.a().device() == "leaf0" && l.b().device() == spine) {
+      link = l.id();
+      iface = l.a().interface();
+    }
+  }
+  ASSERT_TRUE(loop.Drain(link, "optics swap").ok());
+  loop.RunUntil(3 * kNsPerMs);
+  EXPECT_FALSE(SpinesOf(loop.fabric(), topo, "long").count(spine));
+  loom::sim::InterfaceCounters c1, c2;
+  loop.fabric().GetInterfaceCounters("leaf0", iface, &c1);
+  loop.RunUntil(4 * kNsPerMs);
+  loop.fabric().GetInterfaceCounters("leaf0", iface, &c2);
+  EXPECT_EQ(c1.out_octets, c2.out_octets) << "the drained link still carries traffic";
+  // The link itself never went down: no carrier transition, no drops.
+  EXPECT_EQ(c2.carrier_transitions, 0u);
+  EXPECT_EQ(c2.out_discards, 0u);
+  // Both flows still run at line rate on the other spines.
+  for (const auto& qp : loop.fabric().GetQps()) {
+    if (qp.job == "long") {
+      EXPECT_GT(qp.send_bps, 0.9 * 400e9) << qp.id;
+    }
+  }
+  auto job = loop.GetJob("long");
+  for (const auto& r : job.status().assignment().routes()) EXPECT_NE(r.via(), spine);
+}
+
+TEST(TelbClosedLoopTest, RestartReloadsIntentWithoutChangingRightAssignments) {
+  TempDir dir;
+  ClosedLoop loop(Options(dir, true, 5));
+  loop.AddJob(CrossLeafPairs("j", "acme", kFourFlows, 400e6));
+  loop.RunUntil(2 * kNsPerMs);
+  std::string before = loop.GetJob("j").status().assignment().SerializeAsString();
+  size_t events_before = loop.Events().size();
+  loop.RestartController();
+  loop.RunUntil(4 * kNsPerMs);
+  EXPECT_EQ(loop.GetJob("j").status().assignment().SerializeAsString(), before);
+  auto events = loop.Events();
+  ASSERT_GT(events.size(), events_before);
+  for (size_t i = events_before; i < events.size(); ++i) {
+    EXPECT_NE(events[i].type(), v1::EVENT_TYPE_JOB_UPDATED) << events[i].ShortDebugString();
+  }
+  EXPECT_EQ(events[events_before].type(), v1::EVENT_TYPE_CONTROLLER_STARTED);
+  for (const auto& qp : loop.fabric().GetQps()) EXPECT_GT(qp.send_bps, 0.9 * 400e9) << qp.id;
+}
+
+TEST(TelbClosedLoopTest, SteadyWorkloadCausesNoAssignmentChurn) {
+  TempDir dir;
+  ClosedLoop loop(Options(dir, true, 9));
+  loop.AddJob(CrossLeafPairs("steady", "acme", kFourFlows, 0));  // unbounded
+  size_t after_register = loop.Events().size();
+  loop.RunUntil(60 * kNsPerMs);  // six telemetry intervals
+  for (const auto& e : loop.Events(after_register + 1)) {
+    EXPECT_NE(e.type(), v1::EVENT_TYPE_JOB_UPDATED) << e.ShortDebugString();
+    EXPECT_NE(e.type(), v1::EVENT_TYPE_PATHS_RECOMPUTED) << e.ShortDebugString();
+  }
+  // Telemetry did reach the controller: links are up with fresh figures.
+  v1::ListLinksRequest req;
+  req.set_device("spine0");
+  v1::ListLinksResponse links;
+  loop.controller().ListLinks(req, [&](Status, v1::ListLinksResponse r) { links = r; });
+  loop.Drain();
+  ASSERT_GT(links.links_size(), 0);
+  for (const auto& l : links.links()) {
+    EXPECT_EQ(l.oper_state(), v1::LINK_OPER_STATE_UP);
+    ASSERT_EQ(l.directions_size(), 2);
+    EXPECT_FALSE(l.directions(0).stale());
+  }
+}
+
+}  // namespace
+}  // namespace loom::testing
