@@ -159,6 +159,9 @@ bool PrefixMatch(const gnmi::Path& pat, int pi, const std::vector<const gnmi::Pa
   if (pi == pat.elem_size()) return true;
   const gnmi::PathElem& pe = pat.elem(pi);
   if (pe.name() == "...") {
+    if (pi + 1 < pat.elem_size() && pat.elem(pi + 1).name() == "...") {
+      return PrefixMatch(pat, pi + 1, full, fi);  // "..." "..." == "..."
+    }
     for (size_t k = fi; k <= full.size(); ++k) {
       if (PrefixMatch(pat, pi + 1, full, k)) return true;
     }
@@ -231,6 +234,19 @@ LeafValue S(const std::string& s) {
   v.is_string = true;
   v.s = s;
   return v;
+}
+
+// Limits that keep a hostile request cheap (matching is O(subscriptions x
+// leaves), "..." backtracks over at most kMaxPathElems elements).
+constexpr int kMaxPathElems = 32;
+constexpr int kMaxPaths = 256;
+
+Status CheckPathSize(const gnmi::Path& p, const std::string& text) {
+  if (p.elem_size() > kMaxPathElems) {
+    return InvalidArgument("path " + text.substr(0, 200) + " has more than " +
+                           std::to_string(kMaxPathElems) + " elements");
+  }
+  return Status::Ok();
 }
 
 // Resolves the device set of a request's prefix target: "" or "*" = all.
@@ -577,6 +593,10 @@ Status GnmiSession::Create(const gnmi::SubscriptionList& list, const FabricSnaps
   if (list.subscription_size() == 0) {
     return InvalidArgument("SubscriptionList.subscription is empty");
   }
+  if (list.subscription_size() > kMaxPaths) {
+    return InvalidArgument("SubscriptionList has more than " + std::to_string(kMaxPaths) +
+                           " subscriptions");
+  }
   Status s = CheckEncoding(list.encoding());
   if (!s.ok()) return s;
   std::vector<int> devices;
@@ -593,6 +613,8 @@ Status GnmiSession::Create(const gnmi::SubscriptionList& list, const FabricSnaps
     sub.path = telemetry::JoinPath(list.prefix(), in.path());
     sub.path.clear_target();
     const std::string text = telemetry::FormatPath(sub.path);
+    Status size = CheckPathSize(sub.path, text);
+    if (!size.ok()) return size;
     for (const auto& e : sub.path.elem()) {
       if (e.name().empty()) return InvalidArgument("subscription " + text + ": empty element name");
     }
@@ -775,6 +797,9 @@ Status GetNotifications(const FabricSnapshot& snap, const gnmi::GetRequest& req,
   std::vector<int> devices;
   s = ResolveTargets(snap, req.prefix().target(), &devices);
   if (!s.ok()) return s;
+  if (req.path_size() > kMaxPaths) {
+    return InvalidArgument("GetRequest has more than " + std::to_string(kMaxPaths) + " paths");
+  }
   std::vector<gnmi::Path> paths;
   if (req.path_size() == 0) {
     paths.push_back(req.prefix());
@@ -786,6 +811,8 @@ Status GetNotifications(const FabricSnapshot& snap, const gnmi::GetRequest& req,
   for (gnmi::Path& path : paths) {
     path.clear_target();
     const std::string text = telemetry::FormatPath(path);
+    Status size = CheckPathSize(path, text);
+    if (!size.ok()) return size;
     if (!InCatalogue(path)) {
       return NotFound("path " + text + " is not served by this target");
     }

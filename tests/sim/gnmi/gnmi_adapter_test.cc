@@ -193,6 +193,17 @@ TEST(GnmiGeneratorTest, RejectsBadRequestsWithTheSpecCodes) {
   auto ascii = make(f.leaf0, ok_path, gnmi::SAMPLE, 0);
   ascii.set_encoding(gnmi::ASCII);
   EXPECT_EQ(GnmiSession::Create(ascii, *snap, Opts(), &s).code(), StatusCode::kUnimplemented);
+  // "..." wildcards work; pathological paths are refused cheaply.
+  ASSERT_TRUE(GnmiSession::Create(make(f.leaf0, "/.../.../counters/in-octets", gnmi::SAMPLE, 0),
+                                  *snap, Opts(), &s)
+                  .ok());
+  std::vector<gnmi::Notification> ns;
+  s->Initial(*snap, &ns);
+  EXPECT_EQ(ns.size(), f.fabric->Interfaces(f.leaf0).size());
+  std::string deep;
+  for (int i = 0; i < 40; ++i) deep += "/.../x";
+  EXPECT_EQ(GnmiSession::Create(make(f.leaf0, deep, gnmi::SAMPLE, 0), *snap, Opts(), &s).code(),
+            StatusCode::kInvalidArgument);
   // A schema path with no data yet (ALB) is fine.
   EXPECT_TRUE(GnmiSession::Create(make(f.leaf0, "loom:/alb/groups/group[name=*]", gnmi::SAMPLE, 0),
                                   *snap, Opts(), &s)
