@@ -1,6 +1,7 @@
 #include "sim-fabric/dcqcn.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace loom::sim {
 
@@ -59,6 +60,18 @@ void DcqcnRp::set_line_rate_bps(double bps) {
 }
 
 void DcqcnRp::AdvanceTo(TimeNs now) {
+  if (AtLineRate()) {
+    // RC == RT == line rate: an increase event only counts (Increase() would leave both
+    // at line rate), so the timer events are counted in closed form; alpha decays by the
+    // same multiplications, one per K period, as event by event.
+    if (next_t_ <= now) {
+      const TimeNs n = (now - next_t_) / p_.t_ns + 1;
+      t_ += static_cast<int>(n);
+      next_t_ += n * p_.t_ns;
+    }
+    for (; next_k_ <= now; next_k_ += p_.k_ns) alpha_ *= (1 - p_.g);
+    return;
+  }
   while (true) {
     const TimeNs next = std::min(next_t_, next_k_);
     if (next > now) return;
@@ -89,6 +102,16 @@ bool DcqcnRp::OnCnp(TimeNs now) {
 }
 
 void DcqcnRp::ByteCounterEvents() {
+  if (AtLineRate()) {
+    const double n = std::floor(byte_acc_ / p_.b_bytes);
+    byte_acc_ -= n * p_.b_bytes;
+    b_ += static_cast<int>(n);
+    while (byte_acc_ >= p_.b_bytes) {  // rounding
+      byte_acc_ -= p_.b_bytes;
+      ++b_;
+    }
+    return;
+  }
   while (byte_acc_ >= p_.b_bytes) {
     byte_acc_ -= p_.b_bytes;
     ++b_;

@@ -85,11 +85,17 @@ class DcqcnRp {
   double line_rate_bps() const { return line_; }
   void set_line_rate_bps(double bps);
   TimeNs next_event_ns() const { return next_t_ < next_k_ ? next_t_ : next_k_; }
+  // The next rate-increase timer instant (T), and the bytes until the next byte-counter
+  // (B) event: the only events that can change RC without a CNP (fast-forward horizon).
+  TimeNs next_timer_ns() const { return next_t_; }
+  double bytes_to_byte_event() const { return p_.b_bytes - byte_acc_; }
   const DcqcnParams& params() const { return p_; }
 
  private:
   void Increase();
   void ByteCounterEvents();
+  // Increase() is a no-op here (RT + anything is capped at line, (RT + RC) / 2 == line).
+  bool AtLineRate() const { return rc_ == line_ && rt_ == line_ && p_.min_rate_bps <= line_; }
 
   // State first (hot in the engine's step loop), parameters after.
   double rc_ = 0, byte_acc_ = 0;

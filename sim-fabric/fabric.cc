@@ -20,6 +20,11 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double BytesPerStep(double bps, TimeNs dt) { return bps * static_cast<double>(dt) / 8e9; }
 
+// True when two per-step byte amounts differ by more than rounding noise.
+bool Changed(double a, double b) {
+  return std::abs(a - b) > 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
 }  // namespace
 
 const char* ForwardingModeName(ForwardingMode m) {
@@ -204,6 +209,10 @@ struct Fabric::Impl {
     int prio = 3;
     bool local = false, active = false, routed = false, dlb = false, stopped = false;
     double quota = 0, sent = 0, delivered = 0, cap_bps = 0, send_bps = 0;
+    // Last step, for quiescence detection (fast-forward): bytes sent, the demand before the
+    // NIC's fair sharing, the rate cap without the quota limit (bytes per step), bytes
+    // delivered.
+    double step_bytes = 0, step_demand = 0, cap_bytes = 0, step_got = 0;
     double lifetime_sent = 0, lifetime_delivered = 0;
     TimeNs min_inactivity = kNever, last_send = -kNever, next_spray = 0;
     int spray_node = -1;
@@ -237,6 +246,7 @@ struct Fabric::Impl {
     std::vector<TransferTemplate> tmpl;
     std::vector<std::vector<int>> tmpl_qps;
     std::vector<Transfer> cur;
+    std::vector<double> rate;  // fast-forward scratch: bytes delivered per step, per transfer
     bool running = false, gated = false;
     int pending = 0;
     TimeNs iter_start = 0;
@@ -290,12 +300,19 @@ struct Fabric::Impl {
   struct Demand {
     double bps;
     int qp;
+    double prev;  // bytes the QP sent in the previous step
   };
   std::vector<Demand> dem;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   uint64_t seq = 0;
   Rng rng;
   bool routing_dirty = true;
+  // Quiescence tracking for fast-forward: `unsteady` is set by anything in a step that is
+  // not a linear continuation of the previous step; `streak` counts steps without it.
+  bool unsteady = true;
+  int streak = 0;
+  TimeNs ff_retry_at = 0;
+  int ff_backoff = 1;
   TimeNs next_wd_poll = kNever;
   uint32_t next_dest_qp = 0x100;
 
@@ -767,6 +784,7 @@ struct Fabric::Impl {
           accepted = std::min(x, std::max(0.0, limit - q.q - q.arr));
         }
         if (accepted < x) {
+          unsteady = true;
           const double drop = x - accepted;
           queues[hp.q].drop += drop;
           ip.in_discards += drop;
@@ -788,6 +806,7 @@ struct Fabric::Impl {
   // first hop that changed; bytes on dead ports are lost (and resent).
   void Route(Qp& qp, bool keep_dlb) {
     qp.routed = true;
+    unsteady = true;
     if (qp.local) return;
     qp.dlb = false;
     qp.min_inactivity = kNever;
@@ -923,6 +942,7 @@ struct Fabric::Impl {
   void UpdateGate(Job& j, int ti);
   void ActivateQp(Qp& qp) {
     if (qp.active) return;
+    unsteady = true;
     qp.active = true;
     active_qps.push_back(qp.id);
     Nic& n = nics[qp.src];
@@ -944,11 +964,23 @@ struct Fabric::Impl {
   [[gnu::always_inline]] inline void TransferProgress(Qp& qp, double bytes);
   void RunFault(const FaultSpec& fs);
   void UpdateGates(Job& j);
+  void RunDirtyGates();
+  // A config write or API call: the next steps are not a continuation of the last ones.
+  void Touch() {
+    unsteady = true;
+    streak = 0;
+  }
+  // Fast-forward: jumps over idle or quiescent steps (never reaching `limit`'s step or
+  // an event's step); returns false when nothing was skipped.
+  bool TryFastForward(TimeNs limit);
+  int64_t QuiescentHorizon(int64_t n_max);
+  void ApplyJump(int64_t n);
 };
 
 // ============================================================================ step
 
 void Fabric::Impl::Step() {
+  unsteady = false;
   ProcessEvents();
   if (routing_dirty) {
     routing_dirty = false;
@@ -958,6 +990,15 @@ void Fabric::Impl::Step() {
     }
   }
   if (now() >= next_wd_poll) WatchdogPoll();
+  RunDirtyGates();
+  Sources();
+  QueuePass();
+  FlowPass();
+  PfcPass();
+  streak = unsteady ? 0 : streak + 1;
+}
+
+void Fabric::Impl::RunDirtyGates() {
   // Gates: only the transfers whose gate delivered bytes last step (in transfer order).
   for (int ji : dirty_jobs) {
     Job& j = jobs[ji];
@@ -974,16 +1015,13 @@ void Fabric::Impl::Step() {
     }
   }
   dirty_jobs.clear();
-  Sources();
-  QueuePass();
-  FlowPass();
-  PfcPass();
 }
 
 void Fabric::Impl::ProcessEvents() {
   while (!events.empty() && events.top().t <= now()) {
     const Event e = events.top();
     events.pop();
+    unsteady = true;
     switch (e.kind) {
       case kCnp: {
         Qp& qp = qps[e.a];
@@ -1045,6 +1083,7 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
       lat_max = std::max(lat_max, lat);
     }
   }
+  qp.step_got = got;
   if (got <= 0) return;
   const double mtu = opt().mtu_bytes;
   Nic& dn = nics[qp.dst];
@@ -1065,6 +1104,7 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
   qp.lifetime_delivered += got;
   TransferProgress(qp, got);
   if (marked <= 0) return;
+  unsteady = true;
   const double pkts = got / mtu, mpkts = marked / mtu;
   dn.np_marked += mpkts;
   const DcqcnParams& np = dn.params;
@@ -1094,6 +1134,7 @@ inline void Fabric::Impl::TransferProgress(Qp& qp, double bytes) {
   if (j.gated) MarkGateMoved(qp.job, qp.transfer);
   if (!tr.done && tr.delivered >= tr.t.bytes - 1e-3) {
     tr.done = true;
+    unsteady = true;
     if (--j.pending == 0) {
       j.running = false;
       j.st.collective_ns.push_back(now() + dt() - j.iter_start);
@@ -1131,15 +1172,26 @@ void Fabric::Impl::Sources() {
       if (!busy) {
         qp.active = false;
         qp.send_bps = 0;
+        qp.step_bytes = qp.step_got = 0;
+        unsteady = true;
         continue;
       }
       nic.active[keep++] = id;
       qp.send_bps = 0;
+      const double prev = qp.step_bytes;
+      qp.step_bytes = 0;
+      qp.step_demand = 0;
       if (!qp.routed) Route(qp, false);
       const double left = qp.quota - qp.sent;
-      if (left <= kEps) continue;
+      if (left <= kEps) {
+        if (prev != 0) unsteady = true;
+        continue;
+      }
       if (qp.local) {
         const double b = std::min(left, intra_step);
+        qp.cap_bytes = intra_step;
+        qp.step_demand = qp.step_bytes = qp.step_got = b;
+        if (Changed(b, prev)) unsteady = true;
         qp.sent += b;
         qp.delivered += b;
         qp.lifetime_sent += b;
@@ -1147,13 +1199,25 @@ void Fabric::Impl::Sources() {
         TransferProgress(qp, b);
         continue;
       }
-      if (qp.pfs.empty()) continue;
-      if (nq[qp.prio].paused_until > t || !nic_live) continue;
+      if (qp.pfs.empty()) {
+        if (prev != 0) unsteady = true;
+        continue;
+      }
+      if (nq[qp.prio].paused_until > t || !nic_live) {
+        unsteady = true;  // a pause expires without an event
+        continue;
+      }
       if (qp.rp.next_event_ns() <= t) qp.rp.AdvanceTo(t);
       double r = rp_on ? qp.rp.rate_bps() : std::min(nic.line_bps, np.cap_bps);
       if (qp.cap_bps > 0) r = std::min(r, qp.cap_bps);
+      qp.cap_bytes = BytesPerStep(r, step);
       r = std::min(r, left * 8e9 / static_cast<double>(step));
-      if (r > 0) dem.push_back({r, id});
+      if (r > 0) {
+        qp.step_demand = BytesPerStep(r, step);
+        dem.push_back({r, id, prev});
+      } else if (prev != 0) {
+        unsteady = true;
+      }
     }
     nic.active.resize(keep);
     if (keep == 0) continue;
@@ -1184,6 +1248,8 @@ void Fabric::Impl::Sources() {
       if (qp.dlb && t - qp.last_send >= qp.min_inactivity) Route(qp, false);  // flowlet boundary
       if (qp.spray_node >= 0 && t >= qp.next_spray) UpdateSprayWeights(qp);
       const double bytes = BytesPerStep(d.bps, step);
+      qp.step_bytes = bytes;
+      if (Changed(bytes, d.prev)) unsteady = true;
       qp.last_send = t;
       qp.send_bps = d.bps;
       qp.sent += bytes;
@@ -1235,11 +1301,13 @@ void Fabric::Impl::QueuePass() {
     bool stormed = false;
     q.dropping = false;
     if (q.wd == WatchdogState::kStormed) {
+      unsteady = true;
       stormed = true;
       q.dropping = nodes[pt.node].cfg.watchdog.action == WatchdogAction::kDrop;
     }
     double cap = pt.live ? pt.cap_step : 0;
     if (q.paused_until > t && !stormed) cap = 0;
+    if (cap == 0) unsteady = true;
     if (q.dropping) cap = total;
     const double served = std::min(total, cap);
     q.s = served / total;
@@ -1276,7 +1344,9 @@ void Fabric::Impl::QueuePass() {
       q.p = p;
       q.marked += served * p;
       if (q.q > q.wm) q.wm = q.q;
+      if (p > 0) unsteady = true;
       if (q.q > kEps) {
+        unsteady = true;  // a standing queue: not quiescent
         q.active = true;
         next_q.Push(qi);
       }
@@ -1314,11 +1384,13 @@ void Fabric::Impl::FlowPass() {
         }
         if (hp.alb >= 0) alb_bytes[hp.alb] += d;
         if (q.dropping) {
+          unsteady = true;
           qp.sent = std::max(0.0, qp.sent - d);
           continue;
         }
         double ok = d;
         if (pt.error_rate != 0) {
+          unsteady = true;
           const double lost = d * pt.error_rate;
           if (lost > 0) qp.sent = std::max(0.0, qp.sent - lost);
           ok = d - lost;
@@ -1401,6 +1473,7 @@ void Fabric::Impl::PfcPass() {
         in.next_refresh = t + pt.quanta_ns / 2;
       }
     }
+    if (in.asserted) unsteady = true;
     if (in.bytes > kEps || in.asserted) {
       list[keep++] = ii;
     } else {
@@ -1409,6 +1482,7 @@ void Fabric::Impl::PfcPass() {
   }
   active_ing.n = keep;
   // Storming NICs keep pausing their leaf.
+  if (!storm_nics.empty()) unsteady = true;
   for (int ni : storm_nics) {
     Nic& nic = nics[ni];
     for (int prio = 0; prio < kPriorities; ++prio) {
@@ -1551,6 +1625,216 @@ void Fabric::Impl::RunFault(const FaultSpec& fs) {
   }
 }
 
+// ============================================================================ fast-forward
+//
+// Quiescent fast-forward. After kFfStreak consecutive steps in which nothing but linear
+// progress happened (no event, no reroute, no activation, no QP rate change, no standing
+// queue, no ECN mark, no pause, no drop, no loss, no PFC assertion, no storm), the step
+// pipeline is stationary: every hop carries what its QP sends, every queue serves all it
+// receives, and the next step differs from the last one only by counters growing. The
+// horizon is the number of further steps over which that stays true: bounded by the next
+// event (CNP, PFC frame, fault, iteration start), the watchdog poll, the caller's limit,
+// max_jump_ns, a DCQCN increase that would change a rate (RC below line rate: timer T or
+// byte counter B), a spray re-weighting, a transfer completing, and each QP's quota
+// trajectory (a gated transfer's quota grows with its gate's delivery rate; the QP's
+// demand must stay its rate cap, or stay exactly its quota-limited amount). Both are
+// piecewise linear and concave in the step count, so checking the ends of the jump
+// suffices. The jump then adds n x (last step's amount) to every counter stepping would
+// have touched, in the same QP order, and runs the DCQCN timers to the last skipped step.
+
+namespace {
+constexpr int kFfStreak = kMaxHops + 2;  // clean steps before a check (pipeline stationary)
+constexpr int64_t kFfMinJump = 3;        // shorter horizons are stepped
+constexpr int kFfMaxBackoff = 64;        // steps between failed checks, at most
+}  // namespace
+
+bool Fabric::Impl::TryFastForward(TimeNs limit) {
+  const TimeNs t = now(), step = dt();
+  if (t >= limit || routing_dirty) return false;
+  TimeNs bound = std::min(limit, next_wd_poll);
+  if (!events.empty()) bound = std::min(bound, events.top().t);
+  if (bound <= t) return false;
+  // Steps at t, t+step, ..., all before `bound` (an event at te runs in the first step
+  // with now >= te; RunUntil(limit) stops at the first step time >= limit).
+  const int64_t n_bound = (bound - t + step - 1) / step;
+  FastForwardStats& st = f->ff_stats_;
+  if (active_qps.empty() && next_q.n == 0 && active_ing.n == 0 && storm_nics.empty() &&
+      dirty_jobs.empty()) {
+    // Idle: those steps would do nothing at all.
+    f->now_ += n_bound * step;
+    ++st.idle_jumps;
+    st.skipped_steps += static_cast<uint64_t>(n_bound);
+    return true;
+  }
+  if (streak < kFfStreak || t < ff_retry_at) return false;
+  const int64_t n_max = std::min(n_bound, std::max<int64_t>(1, opt().max_jump_ns / step));
+  if (n_max < kFfMinJump) return false;
+  ++st.checks;
+  RunDirtyGates();  // what the next step would do first (no event, reroute or poll is due)
+  const int64_t n = QuiescentHorizon(n_max);
+  if (n < kFfMinJump) {
+    ff_retry_at = t + ff_backoff * step;
+    ff_backoff = std::min(2 * ff_backoff, kFfMaxBackoff);
+    return false;
+  }
+  ff_backoff = 1;
+  ApplyJump(n);
+  return true;
+}
+
+int64_t Fabric::Impl::QuiescentHorizon(int64_t n_max) {
+  const TimeNs t = now(), step = dt();
+  double nmax = static_cast<double>(n_max);
+  auto steps_until = [&](TimeNs at) {
+    return at <= t ? 0.0 : std::ceil(static_cast<double>(at - t) / static_cast<double>(step));
+  };
+  // Bytes delivered per step by every transfer of the running jobs.
+  for (Job& j : jobs) {
+    if (j.running) j.rate.assign(j.cur.size(), 0.0);
+  }
+  auto transfer_of = [&](const Qp& qp) -> int {
+    if (qp.job < 0) return -1;
+    const Job& j = jobs[qp.job];
+    if (!j.running || qp.transfer < 0 || qp.transfer >= static_cast<int>(j.cur.size())) return -1;
+    return qp.transfer;
+  };
+  for (int id : active_qps) {
+    const Qp& qp = qps[id];
+    if (!qp.active) return 0;
+    const int ti = transfer_of(qp);
+    if (ti >= 0) jobs[qp.job].rate[ti] += qp.step_got;
+  }
+  struct Term {
+    double a, b;  // quota left before step k of the jump: a + b k
+  };
+  Term terms[16];
+  for (int id : active_qps) {
+    const Qp& qp = qps[id];
+    const double beta = qp.step_bytes;
+    if (!qp.local) {
+      if (qp.pfs.empty()) continue;              // unreachable: stays so until a reroute
+      if (Changed(qp.step_got, beta)) return 0;  // pipeline not stationary
+      if (qp.spray_node >= 0) nmax = std::min(nmax, steps_until(qp.next_spray));
+      if (beta > 0 && nics[qp.src].params.enabled && qp.rp.rate_bps() < qp.rp.line_rate_bps()) {
+        // RC may rise at the next timer or byte-counter event: stop before either.
+        nmax = std::min(nmax, steps_until(qp.rp.next_timer_ns()));
+        nmax = std::min(nmax, std::ceil(qp.rp.bytes_to_byte_event() / beta) - 1);
+      }
+    }
+    // Quota trajectory: min over the transfer's size and each gate's delivered + base.
+    int nt = 0;
+    const int ti = transfer_of(qp);
+    if (ti >= 0) {
+      const Job& j = jobs[qp.job];
+      const Transfer& tr = j.cur[ti];
+      const double nq = static_cast<double>(tr.qps.size());
+      if (tr.t.gates.size() + 1 > std::size(terms)) return 0;
+      terms[nt++] = {tr.t.bytes / nq - qp.sent, -beta};
+      for (int g : tr.t.gates) {
+        terms[nt++] = {(tr.t.base + j.cur[g].delivered) / nq - qp.sent, j.rate[g] / nq - beta};
+      }
+    } else {
+      terms[nt++] = {qp.quota - qp.sent, -beta};
+    }
+    double left0 = kInf;
+    for (int i = 0; i < nt; ++i) left0 = std::min(left0, terms[i].a);
+    // Steps k = 0..n-1 keep a + b k >= c: n <= floor((a - c) / -b) + 1.
+    auto keep_above = [&](double c) {
+      for (int i = 0; i < nt; ++i) {
+        if (terms[i].a < c) return false;
+        if (terms[i].b < 0) nmax = std::min(nmax, std::floor((terms[i].a - c) / -terms[i].b) + 1);
+      }
+      return true;
+    };
+    if (beta <= 0) {
+      // Busy but not sending (waiting for its gate): the quota must not move.
+      if (left0 > kEps) return 0;
+      for (int i = 0; i < nt; ++i) {
+        if (terms[i].a <= kEps && terms[i].b > 0) return 0;
+      }
+      continue;
+    }
+    if (!Changed(qp.step_demand, qp.cap_bytes)) {
+      // Rate-capped (DCQCN RC, line, application cap or NVLink): the quota must stay above.
+      if (!keep_above(qp.cap_bytes * (1 + 1e-9))) return 0;
+    } else {
+      // Quota-limited: what is left must stay exactly what the QP asked for last step.
+      if (Changed(left0, qp.step_demand)) return 0;
+      for (int i = 0; i < nt; ++i) {
+        if (terms[i].a <= left0 * (1 + 1e-12) && std::abs(terms[i].b) > 1e-9 * beta) return 0;
+      }
+      if (!keep_above(left0 * (1 - 1e-12))) return 0;
+    }
+  }
+  // No transfer completes inside the jump (completion is an event of the next step).
+  for (const Job& j : jobs) {
+    if (!j.running) continue;
+    for (size_t ti = 0; ti < j.cur.size(); ++ti) {
+      if (j.rate[ti] <= 0 || j.cur[ti].done) continue;
+      nmax = std::min(
+          nmax, std::floor((j.cur[ti].t.bytes - 1e-3 - j.cur[ti].delivered) / j.rate[ti]) - 2);
+    }
+  }
+  return nmax < 0 ? 0 : static_cast<int64_t>(nmax);
+}
+
+void Fabric::Impl::ApplyJump(int64_t n) {
+  const TimeNs step = dt(), t0 = now(), t_last = t0 + (n - 1) * step;
+  const double steps = static_cast<double>(n);
+  uint64_t hops = 0;
+  auto served = [&](Port& pt, double bytes) {
+    pt.out_octets += bytes;
+    ports[pt.peer_port].in_octets += bytes;
+    if (pt.served_t == t0 - step) pt.served_t = t_last;  // LinkUtilization: the last step
+  };
+  for (int id : active_qps) {
+    Qp& qp = qps[id];
+    const double sent = steps * qp.step_bytes, got = steps * qp.step_got;
+    if (sent <= 0 && got <= 0) continue;
+    qp.sent += sent;
+    qp.lifetime_sent += sent;
+    if (qp.local) {
+      qp.delivered += sent;
+      qp.lifetime_delivered += sent;
+      TransferProgress(qp, sent);
+      continue;
+    }
+    if (sent > 0) {
+      Nic& nic = nics[qp.src];
+      nic.tx += sent;
+      qp.last_send = t_last;
+      if (nic.params.enabled) {
+        qp.rp.OnBytesSent(sent, t_last);
+        qp.rp.AdvanceTo(t_last);
+      }
+      queues[nic.port * kPriorities + qp.prio].tx += sent;
+      served(ports[nic.port], sent);
+      for (size_t k = 0; k < qp.pfs.size(); ++k) {
+        const PathFlow& pf = pfs[qp.pfs[k]];
+        const double bytes = sent * qp.w[k];
+        for (int h = 1; h < pf.n; ++h) {
+          const Hop& hp = pf.h[h];
+          queues[hp.q].tx += bytes;
+          served(ports[hp.q / kPriorities], bytes);
+          if (hp.alb >= 0) alb_bytes[hp.alb] += bytes;
+        }
+        hops += static_cast<uint64_t>(pf.n - 1);
+      }
+    }
+    if (got > 0) {
+      qp.delivered += got;
+      qp.lifetime_delivered += got;
+      nics[qp.dst].rx += got;
+      TransferProgress(qp, got);
+    }
+  }
+  FastForwardStats& st = f->ff_stats_;
+  ++st.jumps;
+  st.skipped_steps += static_cast<uint64_t>(n);
+  st.skipped_flow_hop_updates += hops * static_cast<uint64_t>(n);
+  f->now_ += n * step;
+}
+
 // ============================================================================ Fabric
 
 Fabric::Fabric(const FabricOptions& opt) : opt_(opt) {}
@@ -1573,14 +1857,19 @@ void Fabric::Step() {
   now_ += opt_.step_ns;
 }
 
+TimeNs Fabric::Advance(TimeNs limit) {
+  if (!opt_.fast_forward || !impl_->TryFastForward(limit)) Step();
+  return now_;
+}
+
 void Fabric::RunUntil(TimeNs t) {
-  while (now_ < t) Step();
+  while (now_ < t) Advance(t);
 }
 
 bool Fabric::RunUntilJobsDone(TimeNs limit) {
   while (now_ < limit) {
     if (AllJobsDone()) return true;
-    Step();
+    Advance(limit);
   }
   return AllJobsDone();
 }
@@ -1620,6 +1909,7 @@ int ResolveNic(const Fabric::Impl& im, const std::string& id, std::string* host)
 
 int Fabric::AddJob(const JobSpec& spec, std::string* error) {
   Impl& im = *impl_;
+  im.Touch();
   Impl::Job j;
   j.spec = spec;
   j.st.id = spec.id;
@@ -1675,6 +1965,7 @@ int Fabric::AddJob(const JobSpec& spec, std::string* error) {
 int Fabric::AddFlow(const std::string& src, const std::string& dst, double bytes, int priority,
                     double max_rate_bps, uint32_t dest_qp, uint32_t color) {
   Impl& im = *impl_;
+  im.Touch();
   const int s = ResolveNic(im, src, nullptr), d = ResolveNic(im, dst, nullptr);
   if (s < 0 || d < 0 || s == d) return -1;
   Impl::Qp qp;
@@ -1694,6 +1985,7 @@ int Fabric::AddFlow(const std::string& src, const std::string& dst, double bytes
 }
 
 void Fabric::StopFlow(int qp) {
+  impl_->Touch();
   if (qp >= 0 && qp < qp_count()) impl_->qps[qp].stopped = true;
 }
 
@@ -1734,6 +2026,7 @@ std::vector<QpInfo> Fabric::GetQps() const {
 
 Status Fabric::SetLinkUp(const std::string& link_id, bool up) {
   Impl& im = *impl_;
+  im.Touch();
   auto it = im.link_by_id.find(link_id);
   if (it == im.link_by_id.end()) return NotFound("no link " + link_id);
   const int pa = im.link_ports[it->second];
@@ -1748,6 +2041,7 @@ Status Fabric::SetLinkUp(const std::string& link_id, bool up) {
 
 Status Fabric::SetSwitchUp(const std::string& device, bool up) {
   Impl& im = *impl_;
+  im.Touch();
   auto it = im.node_by_id.find(device);
   if (it == im.node_by_id.end() || !im.nodes[it->second].is_switch) {
     return NotFound("no switch " + device);
@@ -1767,6 +2061,7 @@ Status Fabric::SetSwitchUp(const std::string& device, bool up) {
 
 Status Fabric::DegradeLink(const std::string& link_id, double factor, double error_rate) {
   Impl& im = *impl_;
+  im.Touch();
   auto it = im.link_by_id.find(link_id);
   if (it == im.link_by_id.end()) return NotFound("no link " + link_id);
   if (factor <= 0 || factor > 1 || error_rate < 0 || error_rate >= 1) {
@@ -1782,6 +2077,7 @@ Status Fabric::DegradeLink(const std::string& link_id, double factor, double err
 
 Status Fabric::SetPfcStorm(const std::string& nic, int priority, bool on) {
   Impl& im = *impl_;
+  im.Touch();
   const int ni = ResolveNic(im, nic, nullptr);
   if (ni < 0) return NotFound("no NIC " + nic);
   if (priority < 0 || priority >= kPriorities) return InvalidArgument("priority must be 0..7");
@@ -1809,6 +2105,7 @@ Status Fabric::SetPfcStorm(const std::string& nic, int priority, bool on) {
 
 Status Fabric::ScheduleFault(const FaultSpec& spec) {
   Impl& im = *impl_;
+  im.Touch();
   const bool link = spec.kind == FaultKind::kLinkDown || spec.kind == FaultKind::kLinkUp ||
                     spec.kind == FaultKind::kLinkFlap || spec.kind == FaultKind::kDegradeLink ||
                     spec.kind == FaultKind::kRestoreLink;
@@ -2015,6 +2312,7 @@ Status ForSwitches(Fabric::Impl& im, const std::string& device, Fn fn) {
 
 Status Fabric::SetForwardingMode(const std::string& device, ForwardingMode mode) {
   Impl& im = *impl_;
+  im.Touch();
   im.routing_dirty = true;
   return ForSwitches(im, device, [&](int n) { im.nodes[n].cfg.mode = mode; });
 }
@@ -2022,6 +2320,7 @@ Status Fabric::SetForwardingMode(const std::string& device, ForwardingMode mode)
 Status Fabric::SetGroupMode(const std::string& device, const std::string& dest,
                             ForwardingMode mode) {
   Impl& im = *impl_;
+  im.Touch();
   GroupRef g;
   Status s = ResolveGroup(im, device, dest, &g);
   if (!s.ok()) return s;
@@ -2034,6 +2333,7 @@ Status Fabric::SetGroupMode(const std::string& device, const std::string& dest,
 
 Status Fabric::SetDlbProfile(const std::string& device, const DlbProfile& profile) {
   Impl& im = *impl_;
+  im.Touch();
   if (profile.sample_ns <= 0 || profile.load_ewma_ns <= 0 || profile.inactivity_ns < 0 ||
       profile.load_weight < 0 || profile.load_weight > 1 || profile.queue_band_bytes <= 0) {
     return InvalidArgument("bad DLB profile");
@@ -2043,12 +2343,14 @@ Status Fabric::SetDlbProfile(const std::string& device, const DlbProfile& profil
 
 Status Fabric::SetHashDestQp(const std::string& device, bool on) {
   Impl& im = *impl_;
+  im.Touch();
   im.routing_dirty = true;
   return ForSwitches(im, device, [&](int n) { im.nodes[n].cfg.hash_dest_qp = on; });
 }
 
 Status Fabric::SetSprayPriorities(const std::string& device, uint8_t mask) {
   Impl& im = *impl_;
+  im.Touch();
   im.routing_dirty = true;
   return ForSwitches(im, device, [&](int n) { im.nodes[n].cfg.spray_mask = mask; });
 }
@@ -2056,6 +2358,7 @@ Status Fabric::SetSprayPriorities(const std::string& device, uint8_t mask) {
 Status Fabric::SetAlbTable(const std::string& device, const std::string& dest,
                            const std::vector<std::string>& buckets) {
   Impl& im = *impl_;
+  im.Touch();
   GroupRef g;
   Status s = ResolveGroup(im, device, dest, &g);
   if (!s.ok()) return s;
@@ -2082,6 +2385,7 @@ Status Fabric::SetAlbTable(const std::string& device, const std::string& dest,
 
 Status Fabric::InitAlbTable(const std::string& device, const std::string& dest, int buckets) {
   Impl& im = *impl_;
+  im.Touch();
   if (im.routing_dirty) {
     im.routing_dirty = false;
     im.RecomputeDistances();
@@ -2099,6 +2403,7 @@ Status Fabric::InitAlbTable(const std::string& device, const std::string& dest, 
 Status Fabric::SetEcmpWeights(const std::string& device, const std::string& dest,
                               const std::map<std::string, double>& weights) {
   Impl& im = *impl_;
+  im.Touch();
   GroupRef g;
   Status s = ResolveGroup(im, device, dest, &g);
   if (!s.ok()) return s;
@@ -2118,6 +2423,7 @@ Status Fabric::SetEcmpWeights(const std::string& device, const std::string& dest
 
 Status Fabric::SetColor(const std::string& device, uint32_t color, const ColorConfig& cfg) {
   Impl& im = *impl_;
+  im.Touch();
   if (color == 0) return InvalidArgument("color 0 means uncolored");
   auto it = im.node_by_id.find(device);
   if (it == im.node_by_id.end() || !im.nodes[it->second].is_switch) {
@@ -2138,6 +2444,7 @@ Status Fabric::SetColor(const std::string& device, uint32_t color, const ColorCo
 
 Status Fabric::RemoveColor(const std::string& device, uint32_t color) {
   Impl& im = *impl_;
+  im.Touch();
   auto it = im.node_by_id.find(device);
   if (it == im.node_by_id.end()) return NotFound("no switch " + device);
   im.nodes[it->second].colors.erase(color);
@@ -2147,6 +2454,7 @@ Status Fabric::RemoveColor(const std::string& device, uint32_t color) {
 
 Status Fabric::SetJobColor(const std::string& job_id, uint32_t color) {
   Impl& im = *impl_;
+  im.Touch();
   for (auto& j : im.jobs) {
     if (j.spec.id != job_id) continue;
     j.spec.color = color;
@@ -2162,6 +2470,7 @@ Status Fabric::SetJobColor(const std::string& job_id, uint32_t color) {
 Status Fabric::SetRoute(const std::string& device, const std::string& dest_nic, uint32_t color,
                         uint32_t backup_color, int traffic_class) {
   Impl& im = *impl_;
+  im.Touch();
   auto it = im.node_by_id.find(device);
   if (it == im.node_by_id.end() || !im.nodes[it->second].is_switch) {
     return NotFound("no switch " + device);
@@ -2180,6 +2489,7 @@ Status Fabric::SetRoute(const std::string& device, const std::string& dest_nic, 
 Status Fabric::RemoveRoute(const std::string& device, const std::string& dest_nic,
                            int traffic_class) {
   Impl& im = *impl_;
+  im.Touch();
   auto it = im.node_by_id.find(device);
   if (it == im.node_by_id.end() || !im.nodes[it->second].is_switch) {
     return NotFound("no switch " + device);
@@ -2196,6 +2506,7 @@ Status Fabric::RemoveRoute(const std::string& device, const std::string& dest_ni
 
 Status Fabric::ClearRoutes(const std::string& device) {
   Impl& im = *impl_;
+  im.Touch();
   im.routing_dirty = true;
   return ForSwitches(im, device, [&](int n) { im.nodes[n].routes.clear(); });
 }
@@ -2207,6 +2518,7 @@ size_t Fabric::RouteCount(const std::string& device) const {
 
 Status Fabric::SetEcn(const std::string& device, int priority, const EcnConfig& cfg) {
   Impl& im = *impl_;
+  im.Touch();
   if (priority < 0 || priority >= kPriorities) return InvalidArgument("priority must be 0..7");
   if (cfg.pmax < 0 || cfg.pmax > 1 || (cfg.kmax_bytes > 0 && cfg.kmin_bytes > cfg.kmax_bytes)) {
     return InvalidArgument("need 0 <= pmax <= 1 and kmin <= kmax");
@@ -2219,6 +2531,7 @@ Status Fabric::SetEcn(const std::string& device, int priority, const EcnConfig& 
 
 Status Fabric::SetPfc(const std::string& device, const PfcConfig& cfg) {
   Impl& im = *impl_;
+  im.Touch();
   if (cfg.xon_bytes > 0 && cfg.xoff_bytes > 0 && cfg.xon_bytes > cfg.xoff_bytes) {
     return InvalidArgument("xon must not exceed xoff");
   }
@@ -2230,6 +2543,7 @@ Status Fabric::SetPfc(const std::string& device, const PfcConfig& cfg) {
 
 Status Fabric::SetWatchdog(const std::string& device, const WatchdogConfig& cfg) {
   Impl& im = *impl_;
+  im.Touch();
   if (cfg.enabled && (cfg.poll_ns <= 0 || cfg.detection_ns <= 0 || cfg.restoration_ns <= 0)) {
     return InvalidArgument("watchdog times must be positive");
   }
@@ -2240,6 +2554,7 @@ Status Fabric::SetWatchdog(const std::string& device, const WatchdogConfig& cfg)
 
 Status Fabric::SetDcqcn(const std::string& nic, const DcqcnParams& params) {
   Impl& im = *impl_;
+  im.Touch();
   auto apply = [&](int ni) {
     im.nics[ni].params = params;
     for (auto& qp : im.qps) {
@@ -2270,6 +2585,7 @@ uint64_t Fabric::FlowHash(const std::string& device, int qp) const {
 
 std::vector<std::string> Fabric::GroupMembers(const std::string& device, const std::string& dest) {
   Impl& im = *impl_;
+  im.Touch();
   std::vector<std::string> out;
   GroupRef g;
   if (!ResolveGroup(im, device, dest, &g).ok()) return out;

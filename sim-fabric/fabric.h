@@ -53,6 +53,22 @@ struct FabricOptions {
   SwitchConfig switch_defaults;              // applied to every switch
   double intra_host_bps = 2.4e12;            // GPU-to-GPU inside a host (NVLink), not on the fabric
   TimeNs cnp_hop_latency_ns = 1 * kNsPerUs;  // per switch, strict-priority CNP queue
+  // Hybrid model: RunUntil/RunUntilJobsDone/Advance jump over quiescent stretches (every
+  // queue empty, no PFC, no ECN marks, no CNP, every QP at a constant rate its path carries,
+  // no DCQCN rate change due) to the next event, advancing every counter by rate x time,
+  // and over idle stretches (no traffic at all) in O(1). Step() always does one step.
+  // See sim-fabric/README.md ("Hybrid model").
+  bool fast_forward = true;
+  TimeNs max_jump_ns = 1 * kNsPerMs;  // longest single fast-forward jump over busy periods
+};
+
+// What fast-forwarding skipped (Fabric::fast_forward_stats()).
+struct FastForwardStats {
+  uint64_t jumps = 0;                     // busy (quiescent) jumps
+  uint64_t idle_jumps = 0;                // jumps over stretches without any traffic
+  uint64_t skipped_steps = 0;             // steps not executed (busy and idle)
+  uint64_t skipped_flow_hop_updates = 0;  // flow-hop updates stepping would have done
+  uint64_t checks = 0;                    // quiescence checks run (each O(active QP hops))
 };
 
 // Fault kinds for ScheduleFault.
@@ -93,12 +109,17 @@ class Fabric {
   TimeNs now() const { return now_; }
   TimeNs step_ns() const { return opt_.step_ns; }
   void Step();
-  // Steps until now() >= t.
+  // Steps (fast-forwarding where quiescent, see FabricOptions::fast_forward) until
+  // now() >= t.
   void RunUntil(TimeNs t);
+  // One step, or (fast_forward on and the fabric quiescent or idle) one jump of several
+  // steps that never passes `limit`. Returns now().
+  TimeNs Advance(TimeNs limit);
   // Steps until every job is done or `limit` is reached; true when all are done.
   bool RunUntilJobsDone(TimeNs limit);
   // Flow-hop updates done so far (cost measure for benchmarks).
   uint64_t flow_hop_updates() const { return flow_hop_updates_; }
+  const FastForwardStats& fast_forward_stats() const { return ff_stats_; }
 
   // ------------------------------------------------------------ workloads
   // Adds a job; it starts at spec.start_ns (or now, if later). Returns its index.
@@ -208,6 +229,7 @@ class Fabric {
   FabricOptions opt_;
   TimeNs now_ = 0;
   uint64_t flow_hop_updates_ = 0;
+  FastForwardStats ff_stats_;
   std::unique_ptr<Impl> impl_;
 };
 

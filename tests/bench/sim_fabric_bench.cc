@@ -3,14 +3,17 @@
 // For each size: a rail-optimized 2-tier non-blocking fabric (hosts x 8 GPUs,
 // one 400G NIC per GPU, 32 hosts per stripe, 8 spines x 4 links per leaf), all
 // GPUs in one ring all-reduce (rail-major rank order, 1 GiB buffers, repeated),
-// DCQCN on (paper preset). Prints simulated/wall time ratio, flow-hop updates
-// per second and peak RSS (VmHWM). Each size runs in its own child process so
-// its RSS is its own.
+// DCQCN on (paper preset). Prints the step and mode used, simulated/wall time
+// ratio, flow-hop updates per second (executed, and stepping-equivalent: executed
+// plus those a fast-forward jump skipped) and peak RSS (VmHWM). Each size runs in
+// its own child process so its RSS is its own.
 //
-//   sim_fabric_bench [--gpus 256,1024,4096] [--duration-us 100000] [--step-ns 5000]
-//                    [--qps 1] [--digest] [--collective ring-allreduce]
-// --digest prints a hash of every QP's and interface's counters after the run
-// (equal digests = byte-identical results; used to check optimizations).
+//   sim_fabric_bench [--gpus 256,1024,4096] [--duration-us 100000] [--step-ns 1000]
+//                    [--mode hybrid|step] [--max-jump-us 1000] [--qps 1] [--digest]
+//                    [--collective ring-allreduce]
+// --mode hybrid (default) fast-forwards quiescent stretches (FabricOptions::fast_forward);
+// step runs every step. --digest prints a hash of every QP's and interface's counters
+// after the run (equal digests = byte-identical results; used to check optimizations).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,7 +80,7 @@ uint64_t Digest(const loom::sim::Fabric& fab) {
 }
 
 int RunOne(int gpus, loom::TimeNs duration, loom::TimeNs step, int qps, bool digest,
-           loom::sim::Collective coll) {
+           loom::sim::Collective coll, bool hybrid, loom::TimeNs max_jump) {
   using namespace loom::sim;
   loom::topology::RailParams rp;
   rp.hosts = gpus / 8;
@@ -93,6 +96,8 @@ int RunOne(int gpus, loom::TimeNs duration, loom::TimeNs step, int qps, bool dig
   FabricOptions o;
   o.step_ns = step;
   o.seed = 1;
+  o.fast_forward = hybrid;
+  o.max_jump_ns = max_jump;
   auto fab = Fabric::Create(topo, o, &err);
   if (!fab) {
     std::fprintf(stderr, "fabric: %s\n", err.c_str());
@@ -122,12 +127,26 @@ int RunOne(int gpus, loom::TimeNs duration, loom::TimeNs step, int qps, bool dig
   // Delivered volume as a sanity figure: aggregate goodput of the ring.
   double delivered = 0;
   for (const auto& q : fab->GetQps()) delivered += q.delivered_bytes;
+  const FastForwardStats& ff = fab->fast_forward_stats();
+  const double executed = static_cast<double>(fab->flow_hop_updates());
+  const double equivalent = executed + static_cast<double>(ff.skipped_flow_hop_updates);
   std::printf(
-      "%5d GPUs %5zu links %6d QPs step %5lld ns: sim %.3f s in %.3f s wall -> %6.3fx real time, "
-      "%7.1f M flow-hop updates/s, ring goodput %.1f Tb/s, peak RSS %.1f MiB\n",
+      "%5d GPUs %5zu links %6d QPs step %5lld ns mode %-6s: sim %.3f s in %.3f s wall -> %7.3fx "
+      "real time, %7.1f M flow-hop updates/s executed, %8.1f M/s stepping-equivalent, ring "
+      "goodput %.1f Tb/s, peak RSS %.1f MiB\n",
       gpus, static_cast<size_t>(topo.links_size()), fab->qp_count(), static_cast<long long>(step),
-      sim, wall, sim / wall, static_cast<double>(fab->flow_hop_updates()) / wall / 1e6,
-      delivered * 8 / sim / 1e12, PeakRssKb() / 1024.0);
+      hybrid ? "hybrid" : "step", sim, wall, sim / wall, executed / wall / 1e6,
+      equivalent / wall / 1e6, delivered * 8 / sim / 1e12, PeakRssKb() / 1024.0);
+  if (hybrid) {
+    const double steps = static_cast<double>(fab->now()) / static_cast<double>(step);
+    std::printf(
+        "      fast-forward: max jump %lld us, %llu busy + %llu idle jumps, %.1f%% of %.0f steps "
+        "skipped, %llu quiescence checks\n",
+        static_cast<long long>(max_jump / 1000), static_cast<unsigned long long>(ff.jumps),
+        static_cast<unsigned long long>(ff.idle_jumps),
+        100.0 * static_cast<double>(ff.skipped_steps) / steps, steps,
+        static_cast<unsigned long long>(ff.checks));
+  }
   if (digest) std::printf("digest %016llx\n", static_cast<unsigned long long>(Digest(*fab)));
   std::fflush(stdout);
   return 0;
@@ -138,19 +157,27 @@ int RunOne(int gpus, loom::TimeNs duration, loom::TimeNs step, int qps, bool dig
 int main(int argc, char** argv) {
   loom::Flags flags;
   std::string err;
-  if (!flags.Parse(argc, argv, 1, {"gpus", "duration-us", "step-ns", "qps", "collective"},
+  if (!flags.Parse(argc, argv, 1,
+                   {"gpus", "duration-us", "step-ns", "qps", "collective", "mode", "max-jump-us"},
                    {"help", "digest"}, &err) ||
       flags.Has("help")) {
     std::fprintf(stderr,
                  "usage: sim_fabric_bench [--gpus 256,1024,4096] [--duration-us 100000] "
-                 "[--step-ns 5000] [--qps 1] [--digest] [--collective ring-allreduce]\n%s\n",
+                 "[--step-ns 1000] [--mode hybrid|step] [--max-jump-us 1000] [--qps 1] "
+                 "[--digest] [--collective ring-allreduce]\n%s\n",
                  err.c_str());
     return flags.Has("help") ? 0 : 2;
   }
-  int64_t dur_us = 0, step = 0, qps = 0;
+  int64_t dur_us = 0, step = 0, qps = 0, max_jump_us = 0;
   if (!flags.GetInt("duration-us", 100000, &dur_us, &err) ||
-      !flags.GetInt("step-ns", 5000, &step, &err) || !flags.GetInt("qps", 1, &qps, &err)) {
+      !flags.GetInt("step-ns", 1000, &step, &err) || !flags.GetInt("qps", 1, &qps, &err) ||
+      !flags.GetInt("max-jump-us", 1000, &max_jump_us, &err)) {
     std::fprintf(stderr, "%s\n", err.c_str());
+    return 2;
+  }
+  const std::string mode = flags.Get("mode", "hybrid");
+  if (mode != "hybrid" && mode != "step") {
+    std::fprintf(stderr, "--mode must be hybrid or step\n");
     return 2;
   }
   loom::sim::Collective coll = loom::sim::Collective::kRingAllReduce;
@@ -166,7 +193,7 @@ int main(int argc, char** argv) {
     const pid_t pid = fork();
     if (pid == 0) {
       _exit(RunOne(g, dur_us * loom::kNsPerUs, step, static_cast<int>(qps), flags.Has("digest"),
-                   coll));
+                   coll, mode == "hybrid", max_jump_us * loom::kNsPerUs));
     }
     int status = 0;
     waitpid(pid, &status, 0);
