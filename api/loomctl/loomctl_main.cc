@@ -214,7 +214,18 @@ void PrintJob(const v1::Job& j) {
   if (j.status().has_assignment()) {
     const auto& a = j.status().assignment();
     std::cout << "color:      " << a.primary_color() << " (backup " << a.backup_color() << ")\n"
+              << "policy:     " << a.policy_rule() << "\n"
               << "reason:     " << a.reason() << "\n";
+    if (a.routes_size() > 0) {
+      std::cout << "\n";
+      Table t({"DESTINATION", "VIA", "COLOR", "BACKUP VIA", "BACKUP COLOR", "WHY"});
+      for (const auto& r : a.routes()) {
+        t.Add({r.destination(), r.via().empty() ? "-" : r.via(), std::to_string(r.color()),
+               r.backup_via().empty() ? "-" : r.backup_via(), std::to_string(r.backup_color()),
+               r.reason()});
+      }
+      t.Print(std::cout);
+    }
   }
 }
 

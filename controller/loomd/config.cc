@@ -32,6 +32,11 @@ Flags (override the config file):
                            (e.g. a running loom-fabric); per-device targets go in
                            the config file's "telemetryTargets"
   --telemetry-interval-ms N  gNMI SAMPLE interval (default 100)
+  --emulate SCENARIO       run the embedded emulator (sim-fabric) with this scenario
+                           (loom.sim.v1.Scenario JSON, e.g.
+                           deploy/examples/scenario-reference.json): loomd programs
+                           and watches it like a real fabric and registers the
+                           scenario's jobs; the topology comes from the scenario
   --help                   this text
   --version                print the version
 
@@ -54,11 +59,11 @@ bool SplitHostPort(const std::string& address, std::string* host, int* port) {
 
 ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, std::string* error) {
   Flags flags;
-  if (!flags.Parse(
-          argc, argv, 1,
-          {"config", "topology", "grpc-listen", "metrics-listen", "db", "log-level", "log-format",
-           "ready-file", "event-retention", "telemetry-address", "telemetry-interval-ms"},
-          {"help", "version"}, error)) {
+  if (!flags.Parse(argc, argv, 1,
+                   {"config", "topology", "grpc-listen", "metrics-listen", "db", "log-level",
+                    "log-format", "ready-file", "event-retention", "telemetry-address",
+                    "telemetry-interval-ms", "emulate"},
+                   {"help", "version"}, error)) {
     return ConfigResult::kError;
   }
   if (flags.Has("help")) return ConfigResult::kHelp;
@@ -100,6 +105,7 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
     config->set_event_retention(static_cast<uint32_t>(v));
   }
   if (flags.Has("telemetry-address")) config->set_telemetry_address(flags.Get("telemetry-address"));
+  if (flags.Has("emulate")) config->set_emulate_scenario(flags.Get("emulate"));
   if (flags.Has("telemetry-interval-ms")) {
     int64_t v = 0;
     if (!flags.GetInt("telemetry-interval-ms", 0, &v, error)) return ConfigResult::kError;
@@ -118,7 +124,7 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
   if (config->log_format().empty()) config->set_log_format("text");
   if (config->event_retention() == 0) config->set_event_retention(100'000);
 
-  if (config->topology_path().empty()) {
+  if (config->topology_path().empty() && config->emulate_scenario().empty()) {
     *error =
         "topology_path: no topology given (use --topology FILE or \"topologyPath\" in the "
         "config file)";

@@ -29,6 +29,7 @@
 #include "controller/core/controller.h"
 #include "controller/loomd/config.h"
 #include "controller/store/store.h"
+#include "sim-fabric/embedded.h"
 #include "telemetry/collector.h"
 #include "telemetry/link_state.h"
 
@@ -78,8 +79,24 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // The embedded emulator (default run): loomd drives it through the same
+  // driver and telemetry interfaces as a real fabric.
+  std::unique_ptr<loom::sim::EmbeddedFabric> emulator;
   loom::v1::Topology topo;
-  if (!loom::topology::LoadTopologyFile(config.topology_path(), &topo, &error)) {
+  if (!config.emulate_scenario().empty()) {
+    emulator = loom::sim::EmbeddedFabric::Load(config.emulate_scenario(), &error);
+    if (!emulator) {
+      std::cerr << "loomd: --emulate " << config.emulate_scenario() << ": " << error << "\n";
+      return 2;
+    }
+    topo = emulator->topology();
+    auto errs = loom::topology::ValidateTopology(topo);
+    if (!errs.empty()) {
+      std::cerr << "loomd: the scenario's topology is invalid:\n"
+                << loom::topology::FormatErrors(errs, "", "") << "\n";
+      return 2;
+    }
+  } else if (!loom::topology::LoadTopologyFile(config.topology_path(), &topo, &error)) {
     std::cerr << "loomd: " << error << "\n";
     return 2;
   }
@@ -97,6 +114,7 @@ int main(int argc, char** argv) {
   loom::controller::ControllerOptions copts;
   copts.event_retention = config.event_retention();
   loom::controller::Controller controller(io, clock, *store, index, *registry, copts);
+  if (emulator) controller.AddDriver(emulator->driver());
   if (loom::Status s = controller.Start(); !s.ok()) {
     return Fail(1, "cannot start the controller: " + s.message());
   }
@@ -121,7 +139,9 @@ int main(int argc, char** argv) {
   loom::telemetry::LinkStateOptions lopts;
   lopts.staleness.sample_interval_ns = interval;
   lopts.staleness.stale_after_intervals = static_cast<int>(config.telemetry_stale_intervals());
-  loom::telemetry::LinkTelemetry link_telemetry(*index, lopts, &clock);
+  // With the emulator, staleness is judged in the emulator's virtual time.
+  loom::telemetry::LinkTelemetry link_telemetry(*index, lopts,
+                                                emulator ? &emulator->clock() : &clock);
   loom::telemetry::CollectorOptions collector_opts;
   std::map<std::string, std::string> target_address;
   if (!config.telemetry_address().empty()) {
@@ -166,6 +186,43 @@ int main(int argc, char** argv) {
         .With("targets", static_cast<uint64_t>(collector_opts.targets.size()))
         .With("interval_ms", static_cast<uint64_t>(config.telemetry_interval_ms()));
   }
+  if (emulator) {
+    // Register the scenario's jobs as a scheduler would (idempotent across
+    // restarts through the request id), then start the traffic.
+    for (const auto& job : emulator->Jobs()) {
+      loom::v1::RegisterJobRequest req;
+      *req.mutable_job() = job;
+      req.set_request_id("embedded-" + job.job_id());
+      std::promise<loom::Status> registered;
+      controller.RegisterJob(
+          req, [&](loom::Status s, loom::v1::RegisterJobResponse) { registered.set_value(s); });
+      loom::Status s = registered.get_future().get();
+      if (!s.ok() && s.code() != loom::StatusCode::kAlreadyExists) {
+        LOG_WARN("embedded emulator: job not registered")
+            .With("job", job.job_id())
+            .With("error", s.message());
+      }
+    }
+    if (loom::Status s = emulator->Start(&link_telemetry, interval); !s.ok()) {
+      work.reset();
+      io.stop();
+      core.join();
+      return Fail(2, "embedded emulator: " + s.message());
+    }
+    snapshots = std::thread([&] {
+      std::unique_lock<std::mutex> lock(snap_mu);
+      while (
+          !snap_cv.wait_for(lock, std::chrono::nanoseconds(interval), [&] { return snap_stop; })) {
+        lock.unlock();
+        controller.OnLinkSnapshot(
+            std::make_shared<const loom::telemetry::LinkSnapshot>(link_telemetry.Snapshot()));
+        lock.lock();
+      }
+    });
+    LOG_INFO("embedded emulator running")
+        .With("scenario", config.emulate_scenario())
+        .With("jobs", static_cast<uint64_t>(emulator->Jobs().size()));
+  }
   auto stop_telemetry = [&] {
     {
       std::lock_guard<std::mutex> lock(snap_mu);
@@ -174,6 +231,7 @@ int main(int argc, char** argv) {
     snap_cv.notify_all();
     if (snapshots.joinable()) snapshots.join();
     collector.Stop();
+    if (emulator) emulator->Stop();
   };
 
   std::unique_ptr<prometheus::Exposer> exposer;
