@@ -278,7 +278,8 @@ class InProcessTelemetry {
   // After Fabric::Step(): on a tick, captures and delivers what is due.
   // Returns the notifications delivered.
   size_t OnStep();
-  // Steps the fabric until now() >= t, calling OnStep() after every step.
+  // Advances the fabric until now() >= t (Fabric::Advance: steps, or
+  // fast-forward jumps that never pass a sample tick), calling OnStep() after each.
   void RunUntil(TimeNs t);
   uint64_t notifications_delivered() const { return delivered_; }
 

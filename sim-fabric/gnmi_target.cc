@@ -409,7 +409,12 @@ void FabricLoop::Run() {
     }
     for (int k = 0; k < 1024 && fabric_->now() < until; ++k) {
       if (options_.duration_ns > 0 && fabric_->now() >= options_.duration_ns) break;
-      fabric_->Step();
+      // One step, or a fast-forward jump over a quiescent stretch that never
+      // passes the next sample tick (so ticks land where stepping puts them).
+      TimeNs limit = until;
+      if (builder) limit = std::min(limit, builder->next_tick_ns());
+      if (options_.duration_ns > 0) limit = std::min(limit, options_.duration_ns);
+      fabric_->Advance(limit);
       if (options_.on_step) options_.on_step(*fabric_);
       if (!builder) continue;
       if (auto snap = builder->OnStep()) {

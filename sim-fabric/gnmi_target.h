@@ -112,7 +112,8 @@ struct FabricLoopOptions {
   double speed = 1.0;
   // Stop when the fabric reaches this virtual time; 0 = run until Stop().
   TimeNs duration_ns = 0;
-  // Called after every Fabric::Step() on the loop thread (e.g. a Recorder).
+  // Called after every Fabric::Advance() (a step or a fast-forward jump that
+  // never passes a sample tick) on the loop thread (e.g. a Recorder).
   std::function<void(Fabric&)> on_step;
 };
 
