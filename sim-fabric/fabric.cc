@@ -209,10 +209,9 @@ struct Fabric::Impl {
     int prio = 3;
     bool local = false, active = false, routed = false, dlb = false, stopped = false;
     double quota = 0, sent = 0, delivered = 0, cap_bps = 0, send_bps = 0;
-    // Last step, for quiescence detection (fast-forward): bytes sent, the demand before the
-    // NIC's fair sharing, the rate cap without the quota limit (bytes per step), bytes
-    // delivered.
-    double step_bytes = 0, step_demand = 0, cap_bytes = 0, step_got = 0;
+    // Last step, for quiescence detection (fast-forward): bytes sent and delivered, the
+    // demand before the NIC's fair sharing and the rate cap without the quota limit (b/s).
+    double step_bytes = 0, step_got = 0, demand_bps = 0, rate_cap_bps = 0;
     double lifetime_sent = 0, lifetime_delivered = 0;
     TimeNs min_inactivity = kNever, last_send = -kNever, next_spray = 0;
     int spray_node = -1;
@@ -1180,7 +1179,7 @@ void Fabric::Impl::Sources() {
       qp.send_bps = 0;
       const double prev = qp.step_bytes;
       qp.step_bytes = 0;
-      qp.step_demand = 0;
+      qp.demand_bps = 0;
       if (!qp.routed) Route(qp, false);
       const double left = qp.quota - qp.sent;
       if (left <= kEps) {
@@ -1189,9 +1188,10 @@ void Fabric::Impl::Sources() {
       }
       if (qp.local) {
         const double b = std::min(left, intra_step);
-        qp.cap_bytes = intra_step;
-        qp.step_demand = qp.step_bytes = qp.step_got = b;
-        if (Changed(b, prev)) unsteady = true;
+        qp.rate_cap_bps = opt().intra_host_bps;
+        qp.demand_bps = b == intra_step ? qp.rate_cap_bps : b * 8e9 / static_cast<double>(step);
+        qp.step_bytes = qp.step_got = b;
+        if (b != prev && Changed(b, prev)) unsteady = true;
         qp.sent += b;
         qp.delivered += b;
         qp.lifetime_sent += b;
@@ -1210,10 +1210,10 @@ void Fabric::Impl::Sources() {
       if (qp.rp.next_event_ns() <= t) qp.rp.AdvanceTo(t);
       double r = rp_on ? qp.rp.rate_bps() : std::min(nic.line_bps, np.cap_bps);
       if (qp.cap_bps > 0) r = std::min(r, qp.cap_bps);
-      qp.cap_bytes = BytesPerStep(r, step);
+      qp.rate_cap_bps = r;
       r = std::min(r, left * 8e9 / static_cast<double>(step));
       if (r > 0) {
-        qp.step_demand = BytesPerStep(r, step);
+        qp.demand_bps = r;
         dem.push_back({r, id, prev});
       } else if (prev != 0) {
         unsteady = true;
@@ -1249,7 +1249,7 @@ void Fabric::Impl::Sources() {
       if (qp.spray_node >= 0 && t >= qp.next_spray) UpdateSprayWeights(qp);
       const double bytes = BytesPerStep(d.bps, step);
       qp.step_bytes = bytes;
-      if (Changed(bytes, d.prev)) unsteady = true;
+      if (bytes != d.prev && Changed(bytes, d.prev)) unsteady = true;
       qp.last_send = t;
       qp.send_bps = d.bps;
       qp.sent += bytes;
@@ -1754,12 +1754,12 @@ int64_t Fabric::Impl::QuiescentHorizon(int64_t n_max) {
       }
       continue;
     }
-    if (!Changed(qp.step_demand, qp.cap_bytes)) {
+    if (!Changed(qp.demand_bps, qp.rate_cap_bps)) {
       // Rate-capped (DCQCN RC, line, application cap or NVLink): the quota must stay above.
-      if (!keep_above(qp.cap_bytes * (1 + 1e-9))) return 0;
+      if (!keep_above(BytesPerStep(qp.rate_cap_bps, step) * (1 + 1e-9))) return 0;
     } else {
       // Quota-limited: what is left must stay exactly what the QP asked for last step.
-      if (Changed(left0, qp.step_demand)) return 0;
+      if (Changed(left0, BytesPerStep(qp.demand_bps, step))) return 0;
       for (int i = 0; i < nt; ++i) {
         if (terms[i].a <= left0 * (1 + 1e-12) && std::abs(terms[i].b) > 1e-9 * beta) return 0;
       }
