@@ -22,7 +22,7 @@ ALLOWED = {
     "common/": [],
     "api/topology/": ["common/"],
     "api/loomctl/": ["common/", "api/"],
-    "api/services/": ["common/", "api/", "controller/", "policy/"],
+    "api/services/": ["common/", "api/", "controller/", "policy/", "southbound/render/"],
     "policy/": ["common/", "api/topology/"],
     "telemetry/": ["common/", "api/topology/"],
     "southbound/": ["common/", "api/topology/"],

@@ -42,6 +42,9 @@ Commands:
   watch jobs [--from REV] [--tenant T]     stream job changes
   watch events [--from REV] [--subject S]  stream the event log
   events [--from REV] [--subject S]   print the event log (from REV, default 1) and exit
+  render DEVICE --vendor junos|nxos|sonic
+                                      the switch's desired state as vendor configuration
+  device DEVICE                       a switch's desired vs applied state and sync status
 
 Flags:
   --server HOST:PORT   loomd address
@@ -467,15 +470,65 @@ int CmdWatch(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& 
   return 2;
 }
 
+int CmdDevice(Ctx& ctx, const std::string& cmd, const std::vector<std::string>& args,
+              const loom::Flags& flags) {
+  if (args.empty()) {
+    std::cerr << "loomctl: usage: loomctl " << cmd << " DEVICE"
+              << (cmd == "render" ? " --vendor junos|nxos|sonic" : "") << "\n";
+    return 2;
+  }
+  v1::GetDeviceStateRequest req;
+  req.set_device(args[0]);
+  if (cmd == "render") {
+    std::string vendor = flags.Get("vendor");
+    if (vendor == "junos") {
+      req.set_format(v1::CONFIG_FORMAT_JUNOS);
+    } else if (vendor == "nxos") {
+      req.set_format(v1::CONFIG_FORMAT_NXOS);
+    } else if (vendor == "sonic") {
+      req.set_format(v1::CONFIG_FORMAT_SONIC);
+    } else {
+      std::cerr << "loomctl: render needs --vendor junos, nxos or sonic\n";
+      return 2;
+    }
+  }
+  grpc::ClientContext c;
+  SetDeadline(&c, ctx);
+  v1::GetDeviceStateResponse resp;
+  auto s = ctx.fabric->GetDeviceState(&c, req, &resp);
+  if (!s.ok()) return Report(s, ctx);
+  if (cmd == "render") {
+    std::cout << resp.rendered();
+    if (!resp.rendered().empty() && resp.rendered().back() != '\n') std::cout << "\n";
+    return 0;
+  }
+  if (ctx.json) {
+    std::cout << ToJson(resp);
+    return 0;
+  }
+  const auto& sync = resp.sync();
+  std::cout << "device:     " << args[0] << "\n"
+            << "driver:     " << (sync.driver().empty() ? "(none)" : sync.driver()) << "\n"
+            << "in sync:    " << (sync.in_sync() ? "yes" : "no") << " (desired generation "
+            << sync.desired_generation() << ", applied " << sync.applied_generation() << ")\n"
+            << "applies:    " << sync.applies() << ", drift repairs " << sync.drift_repairs()
+            << "\n";
+  if (!sync.last_error().empty()) std::cout << "last error: " << sync.last_error() << "\n";
+  std::cout << "desired:    " << resp.desired().colors_size() << " color(s), "
+            << resp.desired().routes_size() << " route(s), " << resp.desired().weights_size()
+            << " weight set(s), " << resp.desired().alb_tables_size() << " ALB table(s)\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   loom::Flags flags;
   std::string error;
-  if (!flags.Parse(
-          argc, argv, 1,
-          {"server", "timeout", "device", "reason", "tenant", "from", "subject", "request-id"},
-          {"json", "help", "drained"}, &error)) {
+  if (!flags.Parse(argc, argv, 1,
+                   {"server", "timeout", "device", "reason", "tenant", "from", "subject",
+                    "request-id", "vendor"},
+                   {"json", "help", "drained"}, &error)) {
     std::cerr << "loomctl: " << error << "\n";
     return 2;
   }
@@ -512,6 +565,7 @@ int main(int argc, char** argv) {
   if (cmd == "jobs") return CmdJobs(ctx, rest, flags);
   if (cmd == "watch") return CmdWatch(ctx, rest, flags, /*follow=*/true);
   if (cmd == "events") return CmdWatch(ctx, rest, flags, /*follow=*/false);
+  if (cmd == "render" || cmd == "device") return CmdDevice(ctx, cmd, rest, flags);
   std::cerr << "loomctl: unknown command \"" << cmd << "\" (see --help)\n";
   return 2;
 }

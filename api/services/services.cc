@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "controller/core/job_validation.h"
+#include "southbound/render/render.h"
 
 namespace loom::api {
 
@@ -227,6 +228,36 @@ grpc::ServerWriteReactor<v1::WatchEventsResponse>* FabricServiceImpl::WatchEvent
         return true;
       },
       options_.watch_queue_limit);
+}
+
+grpc::ServerUnaryReactor* FabricServiceImpl::GetDeviceState(grpc::CallbackServerContext* ctx,
+                                                            const v1::GetDeviceStateRequest* req,
+                                                            v1::GetDeviceStateResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (!v1::ConfigFormat_IsValid(req->format())) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "format: unknown value " + std::to_string(req->format())));
+    return reactor;
+  }
+  v1::ConfigFormat format = req->format();
+  controller_.GetDeviceState(
+      *req, [this, reactor, resp, format](Status s, v1::GetDeviceStateResponse answer) {
+        if (s.ok()) {
+          *resp = std::move(answer);
+          // The callback runs on the controller strand; rendering one device
+          // is a few microseconds of string building.
+          using loom::southbound::render::Vendor;
+          if (format != v1::CONFIG_FORMAT_UNSPECIFIED) {
+            Vendor v = format == v1::CONFIG_FORMAT_JUNOS  ? Vendor::kJunos
+                       : format == v1::CONFIG_FORMAT_NXOS ? Vendor::kNxos
+                                                          : Vendor::kSonic;
+            resp->set_rendered(loom::southbound::render::Render(
+                resp->desired(), controller_.topology().topology(), v));
+          }
+        }
+        reactor->Finish(ToGrpc(s));
+      });
+  return reactor;
 }
 
 // ------------------------------------------------------------- scheduler --

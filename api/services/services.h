@@ -46,6 +46,9 @@ class FabricServiceImpl final : public loom::v1::FabricService::CallbackService 
                                         loom::v1::UndrainLinkResponse* resp) override;
   grpc::ServerWriteReactor<loom::v1::WatchEventsResponse>* WatchEvents(
       grpc::CallbackServerContext* ctx, const loom::v1::WatchEventsRequest* req) override;
+  grpc::ServerUnaryReactor* GetDeviceState(grpc::CallbackServerContext* ctx,
+                                           const loom::v1::GetDeviceStateRequest* req,
+                                           loom::v1::GetDeviceStateResponse* resp) override;
 
  private:
   loom::controller::Controller& controller_;

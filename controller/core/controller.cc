@@ -966,3 +966,37 @@ void Controller::WithReconciler(std::function<void(const Reconciler&)> f) {
 }
 
 }  // namespace loom::controller
+
+namespace loom::controller {
+
+void Controller::GetDeviceState(v1::GetDeviceStateRequest req,
+                                Done<v1::GetDeviceStateResponse> done) {
+  Post([this, req = std::move(req), done = std::move(done)]() {
+    if (req.device().empty()) return done(InvalidArgument("device: must not be empty"), {});
+    const auto* d = topo_->FindDevice(req.device());
+    if (!d || (d->role() != v1::DEVICE_ROLE_LEAF && d->role() != v1::DEVICE_ROLE_SPINE &&
+               d->role() != v1::DEVICE_ROLE_SUPER_SPINE)) {
+      return done(NotFound("device: \"" + req.device() + "\" is not a switch of the topology"), {});
+    }
+    v1::GetDeviceStateResponse resp;
+    auto desired = placement_.DesiredStates();
+    *resp.mutable_desired() = desired[req.device()];
+    if (const auto* applied = reconciler_.Applied(req.device())) *resp.mutable_applied() = *applied;
+    for (const auto& s : reconciler_.Status()) {
+      if (s.device != req.device()) continue;
+      auto* sync = resp.mutable_sync();
+      sync->set_driver(s.driver);
+      sync->set_desired_generation(s.desired_generation);
+      sync->set_applied_generation(s.applied_generation);
+      sync->set_in_sync(s.in_sync);
+      sync->set_consecutive_failures(s.consecutive_failures);
+      sync->set_last_error(s.last_error);
+      sync->set_applies(s.applies);
+      sync->set_drift_repairs(s.drift_repairs);
+      resp.mutable_desired()->set_generation(s.desired_generation);
+    }
+    done(Status::Ok(), std::move(resp));
+  });
+}
+
+}  // namespace loom::controller

@@ -118,6 +118,10 @@ class Controller {
   // re-placed; stale data changes nothing.
   void OnLinkSnapshot(std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot);
 
+  // One switch's desired and applied state and sync status (no rendering).
+  void GetDeviceState(loom::v1::GetDeviceStateRequest req,
+                      Done<loom::v1::GetDeviceStateResponse> done);
+
   // The desired state of every switch, as computed from the current
   // assignments (for the reconciler and `loomctl render`).
   void GetDesiredStates(Done<std::map<std::string, loom::v1::DeviceState>> done);
