@@ -165,6 +165,38 @@ int main(int argc, char** argv) {
   std::condition_variable snap_cv;
   bool snap_stop = false;
   std::thread snapshots;
+  auto& target_gauges = prometheus::BuildGauge()
+                            .Name("loom_telemetry_targets")
+                            .Help("gNMI targets by state (connected, synced, down)")
+                            .Register(*registry);
+  auto& target_errors = prometheus::BuildGauge()
+                            .Name("loom_telemetry_target_stream_errors")
+                            .Help("gNMI streams that failed or broke, summed over targets")
+                            .Register(*registry)
+                            .Add({});
+  // Every interval: hand the controller a fresh link snapshot and publish the
+  // collector's target health.
+  auto snapshot_loop = [&] {
+    std::unique_lock<std::mutex> lock(snap_mu);
+    while (!snap_cv.wait_for(lock, std::chrono::nanoseconds(interval), [&] { return snap_stop; })) {
+      lock.unlock();
+      controller.OnLinkSnapshot(
+          std::make_shared<const loom::telemetry::LinkSnapshot>(link_telemetry.Snapshot()));
+      int connected = 0, synced = 0, down = 0;
+      double errors = 0;
+      for (const auto& h : collector.Health()) {
+        connected += h.connected;
+        synced += h.synced;
+        down += !h.connected;
+        errors += static_cast<double>(h.stream_errors);
+      }
+      target_gauges.Add({{"state", "connected"}}).Set(connected);
+      target_gauges.Add({{"state", "synced"}}).Set(synced);
+      target_gauges.Add({{"state", "down"}}).Set(down);
+      target_errors.Set(errors);
+      lock.lock();
+    }
+  };
   if (!collector_opts.targets.empty()) {
     if (loom::Status s = collector.Start(); !s.ok()) {
       work.reset();
@@ -172,16 +204,7 @@ int main(int argc, char** argv) {
       core.join();
       return Fail(2, "telemetry: " + s.message());
     }
-    snapshots = std::thread([&] {
-      std::unique_lock<std::mutex> lock(snap_mu);
-      while (
-          !snap_cv.wait_for(lock, std::chrono::nanoseconds(interval), [&] { return snap_stop; })) {
-        lock.unlock();
-        controller.OnLinkSnapshot(
-            std::make_shared<const loom::telemetry::LinkSnapshot>(link_telemetry.Snapshot()));
-        lock.lock();
-      }
-    });
+    snapshots = std::thread(snapshot_loop);
     LOG_INFO("telemetry collector started")
         .With("targets", static_cast<uint64_t>(collector_opts.targets.size()))
         .With("interval_ms", static_cast<uint64_t>(config.telemetry_interval_ms()));
@@ -209,16 +232,7 @@ int main(int argc, char** argv) {
       core.join();
       return Fail(2, "embedded emulator: " + s.message());
     }
-    snapshots = std::thread([&] {
-      std::unique_lock<std::mutex> lock(snap_mu);
-      while (
-          !snap_cv.wait_for(lock, std::chrono::nanoseconds(interval), [&] { return snap_stop; })) {
-        lock.unlock();
-        controller.OnLinkSnapshot(
-            std::make_shared<const loom::telemetry::LinkSnapshot>(link_telemetry.Snapshot()));
-        lock.lock();
-      }
-    });
+    snapshots = std::thread(snapshot_loop);
     LOG_INFO("embedded emulator running")
         .With("scenario", config.emulate_scenario())
         .With("jobs", static_cast<uint64_t>(emulator->Jobs().size()));
