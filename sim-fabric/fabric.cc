@@ -312,6 +312,10 @@ struct Fabric::Impl {
   int streak = 0;
   TimeNs ff_retry_at = 0;
   int ff_backoff = 1;
+  // The last check found steps [check time, ff_valid_until) quiescent; cleared by any
+  // executed step and by any API write.
+  bool ff_valid = false;
+  TimeNs ff_valid_until = 0;
   TimeNs next_wd_poll = kNever;
   uint32_t next_dest_qp = 0x100;
 
@@ -968,6 +972,7 @@ struct Fabric::Impl {
   void Touch() {
     unsteady = true;
     streak = 0;
+    ff_valid = false;
   }
   // Fast-forward: jumps over idle or quiescent steps (never reaching `limit`'s step or
   // an event's step); returns false when nothing was skipped.
@@ -980,6 +985,7 @@ struct Fabric::Impl {
 
 void Fabric::Impl::Step() {
   unsteady = false;
+  ff_valid = false;
   ProcessEvents();
   if (routing_dirty) {
     routing_dirty = false;
@@ -1651,13 +1657,15 @@ constexpr int kFfMaxBackoff = 64;        // steps between failed checks, at most
 bool Fabric::Impl::TryFastForward(TimeNs limit) {
   const TimeNs t = now(), step = dt();
   if (t >= limit || routing_dirty) return false;
-  TimeNs bound = std::min(limit, next_wd_poll);
-  if (!events.empty()) bound = std::min(bound, events.top().t);
+  TimeNs event_t = next_wd_poll;
+  if (!events.empty()) event_t = std::min(event_t, events.top().t);
+  const TimeNs bound = std::min(limit, event_t);
   if (bound <= t) return false;
   // Steps at t, t+step, ..., all before `bound` (an event at te runs in the first step
   // with now >= te; RunUntil(limit) stops at the first step time >= limit).
   const int64_t n_bound = (bound - t + step - 1) / step;
   FastForwardStats& st = f->ff_stats_;
+  const int64_t max_steps = opt().max_jump_ns / step;
   if (active_qps.empty() && next_q.n == 0 && active_ing.n == 0 && storm_nics.empty() &&
       dirty_jobs.empty()) {
     // Idle: those steps would do nothing at all.
@@ -1666,19 +1674,30 @@ bool Fabric::Impl::TryFastForward(TimeNs limit) {
     st.skipped_steps += static_cast<uint64_t>(n_bound);
     return true;
   }
+  if (max_steps < 1) return false;
+  if (ff_valid && t < ff_valid_until) {
+    // Still inside the quiescent stretch found by the last check (nothing ran since).
+    ApplyJump(std::min({n_bound, max_steps, (ff_valid_until - t) / step}));
+    return true;
+  }
+  ff_valid = false;
   if (streak < kFfStreak || t < ff_retry_at) return false;
-  const int64_t n_max = std::min(n_bound, std::max<int64_t>(1, opt().max_jump_ns / step));
-  if (n_max < kFfMinJump) return false;
+  // The horizon is computed up to the next event (not the caller's limit nor the maximum
+  // jump), so that later calls can continue the stretch without a new check.
+  const int64_t n_event = (event_t - t + step - 1) / step;
+  if (std::min(n_event, max_steps) < kFfMinJump) return false;
   ++st.checks;
   RunDirtyGates();  // what the next step would do first (no event, reroute or poll is due)
-  const int64_t n = QuiescentHorizon(n_max);
+  const int64_t n = QuiescentHorizon(std::min<int64_t>(n_event, int64_t{1} << 40));
   if (n < kFfMinJump) {
     ff_retry_at = t + ff_backoff * step;
     ff_backoff = std::min(2 * ff_backoff, kFfMaxBackoff);
     return false;
   }
   ff_backoff = 1;
-  ApplyJump(n);
+  ff_valid = true;
+  ff_valid_until = t + n * step;
+  ApplyJump(std::min({n, n_bound, max_steps}));
   return true;
 }
 
