@@ -1,0 +1,925 @@
+// telb_bench: the TELB benchmark of issue 5. A program, not a test: it prints figures.
+//
+//   1. JCT: a rail-optimized 2-tier fabric (256 GPUs by default) with concurrent jobs of
+//      several tenants, run by the real controller core and the emulator in virtual time
+//      (tests/closedloop/harness.h) under static ECMP, ECMP with QP entropy, switch DLB
+//      flowlet and Loom TELB, next to each job's ideal lower bound. Writes the leaf-uplink
+//      utilization heatmap (ECMP vs Loom) as an SVG.
+//   2. Path quality: the path engine's maximum link utilization against the LP optimum of
+//      the same assignment problem (fractional relaxation, solved with GLPK) on random
+//      demand matrices.
+//   3. Scale: full recompute time on a 4,096-GPU fabric and incremental placement latency
+//      (Placement::Upsert) with a realistic job mix.
+//
+// Run: build/tests/telb_bench [--quick] [--seeds N] [--step-us N] [--lp-instances N]
+//      [--svg PATH] [--no-jct] [--no-lp] [--no-scale]
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api/topology/topology_generate.h"
+#include "api/topology/topology_index.h"
+#include "common/log.h"
+#include "controller/te/demand.h"
+#include "controller/te/path_engine.h"
+#include "controller/te/placement.h"
+#include "sim-fabric/workload.h"
+#include "tests/closedloop/harness.h"
+
+#ifdef LOOM_HAVE_GLPK
+#include <glpk.h>
+#endif
+
+namespace loom::testing {
+namespace {
+
+namespace v1 = loom::v1;
+using loom::sim::Collective;
+using loom::sim::JobSpec;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+struct Args {
+  bool quick = false;
+  int seeds = 3;
+  TimeNs step_ns = 5 * kNsPerUs;
+  int lp_instances = 50;
+  std::string svg;
+  bool jct = true, lp = true, scale = true;
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double idx = p * static_cast<double>(v.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(idx));
+  size_t hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
+}
+
+double Mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+// ------------------------------------------------------------------ 1. JCT
+
+enum class Mode { kEcmp, kEcmpQp, kDlb, kLoom };
+constexpr Mode kModes[] = {Mode::kEcmp, Mode::kEcmpQp, Mode::kDlb, Mode::kLoom};
+
+const char* ModeName(Mode m) {
+  switch (m) {
+    case Mode::kEcmp:
+      return "static ECMP";
+    case Mode::kEcmpQp:
+      return "ECMP+QP entropy";
+    case Mode::kDlb:
+      return "DLB flowlet";
+    case Mode::kLoom:
+      return "Loom TELB";
+  }
+  return "";
+}
+
+struct Scenario {
+  loom::topology::RailParams rail;
+  v1::Topology topology;
+  std::vector<JobSpec> jobs;
+  int qp_entropy_qps = 4;  // QPs per connection in the "ECMP+QP entropy" mode
+};
+
+std::string Gpu(int host, int g) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "host%03d-gpu%d", host, g);
+  return buf;
+}
+
+// Jobs take `per_stripe` hosts of every stripe (a scheduler filling a fragmented cluster),
+// ranks in GPU-major order over the job's hosts (host id order): ring neighbours are the
+// same GPU index (same rail) on the next host, so a ring crosses stripes, hence leaves,
+// hence spines, and changes rail once per GPU index.
+Scenario MakeScenario(bool quick) {
+  Scenario s;
+  auto& r = s.rail;
+  r.name = quick ? "rail-64" : "rail-256";
+  r.hosts = quick ? 8 : 32;
+  r.hosts_per_stripe = quick ? 4 : 8;
+  r.spines = quick ? 4 : 8;  // = NICs per leaf: non-blocking, one 400G uplink per spine
+  r.links_per_spine = 1;
+  r.host.gpus_per_host = 8;
+  r.host.nics_per_host = 8;
+  r.host.nic_speed_bps = 400'000'000'000;
+  r.uplink_speed_bps = 400'000'000'000;
+  std::string err;
+  if (!loom::topology::GenerateRail(r, &s.topology, &err)) {
+    std::fprintf(stderr, "GenerateRail: %s\n", err.c_str());
+    std::exit(1);
+  }
+  struct Def {
+    const char* id;
+    const char* tenant;
+    Collective c;
+    double bytes;
+    int iterations;
+    TimeNs gap;
+  };
+  std::vector<Def> defs;
+  if (quick) {
+    defs = {{"ring-a", "acme", Collective::kRingAllReduce, 32e6, 2, 200 * kNsPerUs},
+            {"a2a-b", "beta", Collective::kAllToAll, 32e6, 2, 200 * kNsPerUs}};
+  } else {
+    // Ring messages of >= 2 MB per chunk (S / ranks) so rings are bandwidth-bound.
+    defs = {{"ring-a", "acme", Collective::kRingAllReduce, 256e6, 3, 1 * kNsPerMs},
+            {"ring-b", "beta", Collective::kRingAllReduce, 192e6, 3, 500 * kNsPerUs},
+            {"a2a-c", "gamma", Collective::kAllToAll, 256e6, 4, 1 * kNsPerMs},
+            {"ring-d", "delta", Collective::kRingAllReduce, 128e6, 4, 500 * kNsPerUs}};
+  }
+  const int stripes = r.hosts / r.hosts_per_stripe;
+  const int per_stripe = r.hosts_per_stripe / static_cast<int>(defs.size());
+  for (size_t j = 0; j < defs.size(); ++j) {
+    std::vector<int> hosts;
+    for (int st = 0; st < stripes; ++st) {
+      for (int k = 0; k < per_stripe; ++k) {
+        hosts.push_back(st * r.hosts_per_stripe + static_cast<int>(j) * per_stripe + k);
+      }
+    }
+    JobSpec spec;
+    spec.id = defs[j].id;
+    spec.tenant = defs[j].tenant;
+    spec.collective = defs[j].c;
+    for (int g = 0; g < r.host.gpus_per_host; ++g) {
+      for (int h : hosts) spec.ranks.push_back(Gpu(h, g));
+    }
+    spec.message_bytes = defs[j].bytes;
+    spec.iterations = defs[j].iterations;
+    spec.compute_gap_ns = defs[j].gap;
+    spec.start_ns = 1 * kNsPerMs;
+    s.jobs.push_back(spec);
+  }
+  return s;
+}
+
+// Ideal lower bound of a job: per iteration, the bytes the busiest NIC of the job must send
+// (or receive) over the fabric (collective transfers between GPUs of different hosts;
+// same-host pairs use NVLink), at NIC line rate; times the iterations, plus the compute gaps
+// between them. In a non-blocking fabric the NIC is the bottleneck of every job.
+double IdealMs(const JobSpec& spec, const loom::topology::TopologyIndex& topo, uint64_t seed,
+               double* nic_bytes_per_iter) {
+  auto transfers = loom::sim::BuildCollective(spec.collective, static_cast<int>(spec.ranks.size()),
+                                              spec.message_bytes, seed);
+  std::map<std::string, double> tx, rx;
+  for (const auto& t : transfers) {
+    const auto* a = topo.FindGpu(spec.ranks[static_cast<size_t>(t.src)]);
+    const auto* b = topo.FindGpu(spec.ranks[static_cast<size_t>(t.dst)]);
+    if (!a || !b || a->host() == b->host()) continue;
+    tx[a->nic()] += t.bytes;
+    rx[b->nic()] += t.bytes;
+  }
+  double worst = 0;
+  std::string worst_nic;
+  for (const auto* m : {&tx, &rx}) {
+    for (const auto& [nic, bytes] : *m) {
+      if (bytes > worst) {
+        worst = bytes;
+        worst_nic = nic;
+      }
+    }
+  }
+  *nic_bytes_per_iter = worst;
+  double rate = loom::te::NicLineRate(topo, worst_nic);
+  double per_iter_ns = rate > 0 ? worst * 8 / rate * 1e9 : 0;
+  double ns = per_iter_ns * spec.iterations +
+              static_cast<double>(spec.compute_gap_ns) * std::max(0, spec.iterations - 1);
+  return ns / 1e6;
+}
+
+struct Uplink {
+  std::string leaf, iface, spine;
+  double capacity_bps = 0;
+};
+
+std::vector<Uplink> LeafUplinks(const v1::Topology& t) {
+  std::set<std::string> leaves, spines;
+  for (const auto& d : t.devices()) {
+    if (d.role() == v1::DEVICE_ROLE_LEAF) leaves.insert(d.id());
+    if (d.role() == v1::DEVICE_ROLE_SPINE) spines.insert(d.id());
+  }
+  std::vector<Uplink> out;
+  for (const auto& l : t.links()) {
+    if (leaves.count(l.a().device()) && spines.count(l.b().device())) {
+      out.push_back({l.a().device(), l.a().interface(), l.b().device(),
+                     static_cast<double>(l.capacity_bps())});
+    }
+  }
+  return out;
+}
+
+struct RunResult {
+  std::vector<double> jct_ms;
+  bool done = false;
+  double sim_ms = 0, wall_s = 0;
+  // Mean utilization of every leaf uplink while all jobs ran (first start to first end).
+  std::vector<double> uplink_util;
+  double window_ms = 0;
+  double spine_share = 0;  // bytes on leaf uplinks / bytes the NICs sent
+};
+
+RunResult RunMode(const Scenario& s, Mode mode, uint64_t seed, TimeNs step_ns) {
+  char tmpl[] = "/tmp/telb_bench.XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  RunResult res;
+  auto wall0 = Clock::now();
+  {
+    LoopOptions o;
+    o.topology = s.topology;
+    o.fabric.seed = seed;
+    o.fabric.step_ns = step_ns;
+    o.loom_programs = mode == Mode::kLoom;
+    o.db_path = dir + "/loom.db";
+    ClosedLoop loop(o);
+    auto& f = loop.fabric();
+    if (mode == Mode::kEcmpQp) f.SetHashDestQp("*", true);
+    if (mode == Mode::kDlb) f.SetForwardingMode("*", loom::sim::ForwardingMode::kDlbFlowlet);
+    for (JobSpec spec : s.jobs) {
+      if (mode == Mode::kEcmpQp) spec.qps_per_connection = s.qp_entropy_qps;
+      auto job = loop.AddJob(spec);
+      if (getenv("TELB_BENCH_DEBUG") && mode == Mode::kLoom) {
+        const auto& a = job.status().assignment();
+        std::printf("    dbg job %s predicted %.2f: %s\n", spec.id.c_str(),
+                    a.predicted_max_utilization(), a.reason().c_str());
+        for (const auto& r : a.routes()) {
+          std::printf("    dbg route %s via %s\n", r.destination().c_str(), r.via().c_str());
+        }
+      }
+    }
+    const auto uplinks = LeafUplinks(s.topology);
+    auto read = [&](std::vector<double>* octets) {
+      octets->clear();
+      for (const auto& u : uplinks) {
+        loom::sim::InterfaceCounters c;
+        f.GetInterfaceCounters(u.leaf, u.iface, &c);
+        octets->push_back(static_cast<double>(c.out_octets));
+      }
+    };
+    TimeNs start = s.jobs.front().start_ns;
+    for (const auto& j : s.jobs) start = std::min(start, j.start_ns);
+    loop.RunUntil(start);
+    if (getenv("TELB_BENCH_DEBUG")) {
+      loop.RunUntil(start + 300 * kNsPerUs);
+      for (const auto& u : uplinks) {
+        double util = f.LinkUtilization(u.leaf, u.iface);
+        if (util > 0.01)
+          std::printf("    dbg %s->%s %.2f\n", u.leaf.c_str(), u.spine.c_str(), util);
+      }
+      for (const auto& q : f.GetQps()) {
+        std::string p;
+        for (const auto& h : q.path) p += h + " ";
+        std::printf("    dbg qp %s %s->%s %.1fG rc %.1fG %s\n", q.job.c_str(), q.src_nic.c_str(),
+                    q.dst_nic.c_str(), q.send_bps / 1e9, q.rate_bps / 1e9, p.c_str());
+      }
+    }
+    std::vector<double> before, after;
+    read(&before);
+    bool window_closed = false;
+    const TimeNs limit = 5 * kNsPerSec;
+    while (!f.AllJobsDone() && f.now() < limit) {
+      loop.RunUntil(f.now() + 1 * kNsPerMs);
+      bool any_done = false;
+      for (int j = 0; j < f.job_count(); ++j) any_done |= f.GetJob(j).done;
+      if (any_done && !window_closed) {
+        read(&after);
+        window_closed = true;
+        res.window_ms = static_cast<double>(f.now() - start) / 1e6;
+      }
+    }
+    res.done = f.AllJobsDone();
+    if (!window_closed) read(&after);
+    for (size_t i = 0; i < uplinks.size(); ++i) {
+      double bits = (after[i] - before[i]) * 8;
+      res.uplink_util.push_back(bits / (uplinks[i].capacity_bps * res.window_ms / 1e3));
+    }
+    double up = 0, nic = 0;
+    for (const auto& u : uplinks) {
+      loom::sim::InterfaceCounters c;
+      f.GetInterfaceCounters(u.leaf, u.iface, &c);
+      up += static_cast<double>(c.out_octets);
+    }
+    for (const auto& d : s.topology.devices()) {
+      if (d.role() != v1::DEVICE_ROLE_NIC) continue;
+      loom::sim::NicCounters c;
+      f.GetNicCounters(d.id(), &c);
+      nic += static_cast<double>(c.tx_bytes);
+    }
+    res.spine_share = nic > 0 ? up / nic : 0;
+    for (int j = 0; j < f.job_count(); ++j) {
+      auto st = f.GetJob(j);
+      res.jct_ms.push_back(st.done ? static_cast<double>(st.end_ns - st.start_ns) / 1e6 : NAN);
+    }
+    res.sim_ms = static_cast<double>(f.now()) / 1e6;
+  }
+  res.wall_s = Seconds(Clock::now() - wall0);
+  std::filesystem::remove_all(dir);
+  return res;
+}
+
+// Heat colour for a utilization in [0, 1] (white -> yellow -> red).
+std::string Heat(double u) {
+  u = std::clamp(u, 0.0, 1.0);
+  struct Stop {
+    double at;
+    int r, g, b;
+  };
+  const Stop stops[] = {{0.0, 247, 251, 255},
+                        {0.35, 198, 219, 239},
+                        {0.7, 253, 174, 97},
+                        {0.9, 244, 109, 67},
+                        {1.0, 165, 0, 38}};
+  for (size_t i = 1; i < std::size(stops); ++i) {
+    if (u <= stops[i].at) {
+      double f = (u - stops[i - 1].at) / (stops[i].at - stops[i - 1].at);
+      auto mix = [&](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
+      char buf[16];
+      std::snprintf(buf, sizeof(buf), "#%02x%02x%02x", mix(stops[i - 1].r, stops[i].r),
+                    mix(stops[i - 1].g, stops[i].g), mix(stops[i - 1].b, stops[i].b));
+      return buf;
+    }
+  }
+  return "#a50026";
+}
+
+std::string Fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+// Two heatmaps (leaves x spines) of mean leaf-uplink utilization, ECMP and Loom, and the
+// sorted utilizations of both as a line chart underneath.
+void WriteSvg(const std::string& path, const Scenario& s, uint64_t seed,
+              const std::vector<std::pair<std::string, RunResult>>& panels) {
+  const auto uplinks = LeafUplinks(s.topology);
+  std::vector<std::string> leaves, spines;
+  for (const auto& u : uplinks) {
+    if (std::find(leaves.begin(), leaves.end(), u.leaf) == leaves.end()) leaves.push_back(u.leaf);
+    if (std::find(spines.begin(), spines.end(), u.spine) == spines.end()) spines.push_back(u.spine);
+  }
+  const int cw = 26, ch = 13, left = 90, top = 70, gap = 90;
+  const int pw = cw * static_cast<int>(spines.size());
+  const int ph = ch * static_cast<int>(leaves.size());
+  const int chart_top = top + ph + 60, chart_h = 160;
+  const int width = left + static_cast<int>(panels.size()) * (pw + gap) + 90;
+  const int height = chart_top + chart_h + 70;
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+    << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
+    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">"
+    << "Leaf uplink utilization, " << s.rail.hosts * s.rail.host.gpus_per_host
+    << " GPUs, rail-optimized 2-tier (seed " << seed << ")</text>\n"
+    << "<text x=\"" << left << "\" y=\"40\">Mean utilization of each leaf-&gt;spine link "
+    << "while all jobs run (first start to first completion); each row a leaf, each column a "
+    << "spine.</text>\n";
+  std::vector<std::string> colors = {"#d7191c", "#2c7bb6", "#1a9641", "#7b3294"};
+  for (size_t p = 0; p < panels.size(); ++p) {
+    const auto& [name, r] = panels[p];
+    int x0 = left + static_cast<int>(p) * (pw + gap);
+    double mx = *std::max_element(r.uplink_util.begin(), r.uplink_util.end());
+    double mean = Mean(r.uplink_util);
+    o << "<text x=\"" << x0 << "\" y=\"" << top - 10 << "\" font-weight=\"bold\">" << name
+      << " (max " << Fmt("%.0f", mx * 100) << "%, mean " << Fmt("%.0f", mean * 100)
+      << "%)</text>\n";
+    for (size_t i = 0; i < uplinks.size(); ++i) {
+      int li = static_cast<int>(std::find(leaves.begin(), leaves.end(), uplinks[i].leaf) -
+                                leaves.begin());
+      int si = static_cast<int>(std::find(spines.begin(), spines.end(), uplinks[i].spine) -
+                                spines.begin());
+      double u = r.uplink_util[i];
+      o << "<rect x=\"" << x0 + si * cw << "\" y=\"" << top + li * ch << "\" width=\"" << cw
+        << "\" height=\"" << ch << "\" fill=\"" << Heat(u) << "\" stroke=\"#ddd\""
+        << " stroke-width=\"0.5\"><title>" << uplinks[i].leaf << " -&gt; " << uplinks[i].spine
+        << ": " << Fmt("%.0f", u * 100) << "%</title></rect>\n";
+    }
+    for (size_t si = 0; si < spines.size(); ++si) {
+      o << "<text x=\"" << x0 + static_cast<int>(si) * cw + cw / 2 << "\" y=\"" << top + ph + 12
+        << "\" text-anchor=\"middle\" font-size=\"9\">s" << si << "</text>\n";
+    }
+    if (p == 0) {
+      for (size_t li = 0; li < leaves.size(); ++li) {
+        o << "<text x=\"" << x0 - 4 << "\" y=\"" << top + static_cast<int>(li) * ch + ch - 3
+          << "\" text-anchor=\"end\" font-size=\"9\">" << leaves[li] << "</text>\n";
+      }
+    }
+  }
+  // Legend.
+  int lx = left + static_cast<int>(panels.size()) * (pw + gap) - gap + 30;
+  for (int i = 0; i <= 10; ++i) {
+    o << "<rect x=\"" << lx << "\" y=\"" << top + (10 - i) * 16 << "\" width=\"16\" height=\"16\""
+      << " fill=\"" << Heat(i / 10.0) << "\"/>\n";
+    if (i % 2 == 0) {
+      o << "<text x=\"" << lx + 20 << "\" y=\"" << top + (10 - i) * 16 + 12 << "\">" << i * 10
+        << "%</text>\n";
+    }
+  }
+  // Sorted utilizations.
+  const int cx = left, cwid = width - left - 40;
+  o << "<text x=\"" << cx << "\" y=\"" << chart_top - 12 << "\" font-weight=\"bold\">"
+    << "All " << uplinks.size() << " leaf uplinks, sorted by utilization</text>\n";
+  o << "<rect x=\"" << cx << "\" y=\"" << chart_top << "\" width=\"" << cwid << "\" height=\""
+    << chart_h << "\" fill=\"none\" stroke=\"#999\"/>\n";
+  for (int g = 0; g <= 4; ++g) {
+    int y = chart_top + chart_h - g * chart_h / 4;
+    o << "<line x1=\"" << cx << "\" x2=\"" << cx + cwid << "\" y1=\"" << y << "\" y2=\"" << y
+      << "\" stroke=\"#eee\"/>\n<text x=\"" << cx - 4 << "\" y=\"" << y + 4
+      << "\" text-anchor=\"end\">" << g * 25 << "%</text>\n";
+  }
+  for (size_t p = 0; p < panels.size(); ++p) {
+    std::vector<double> v = panels[p].second.uplink_util;
+    std::sort(v.rbegin(), v.rend());
+    o << "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" << colors[p % colors.size()]
+      << "\" points=\"";
+    for (size_t i = 0; i < v.size(); ++i) {
+      double x = cx + static_cast<double>(i) * cwid / static_cast<double>(v.size() - 1);
+      double y = chart_top + chart_h - std::clamp(v[i], 0.0, 1.0) * chart_h;
+      o << Fmt("%.1f", x) << "," << Fmt("%.1f", y) << " ";
+    }
+    o << "\"/>\n<text x=\"" << cx + cwid - 150 << "\" y=\"" << chart_top + 16 + 14 * p
+      << "\" fill=\"" << colors[p % colors.size()] << "\">" << panels[p].first << "</text>\n";
+  }
+  o << "<text x=\"" << cx << "\" y=\"" << chart_top + chart_h + 18
+    << "\">uplinks (descending)</text>\n</svg>\n";
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << o.str();
+}
+
+void RunJct(const Args& args) {
+  Scenario s = MakeScenario(args.quick);
+  loom::topology::TopologyIndex index(s.topology);
+  const int gpus = s.rail.hosts * s.rail.host.gpus_per_host;
+  const int stripes = s.rail.hosts / s.rail.hosts_per_stripe;
+  std::printf("== 1. Job completion time (emulator + real controller core, virtual time)\n");
+  std::printf(
+      "fabric: %s, %d GPUs = %d hosts x %d GPUs, one 400G NIC per GPU; %d stripes of %d "
+      "hosts -> %d leaves (one per rail per stripe); %d spines, %d x 400G uplink per leaf "
+      "per spine (non-blocking: %d x 400G down, %d x 400G up per leaf)\n",
+      s.rail.name.c_str(), gpus, s.rail.hosts, s.rail.host.gpus_per_host, stripes,
+      s.rail.hosts_per_stripe, stripes * s.rail.host.nics_per_host, s.rail.spines,
+      s.rail.links_per_spine, s.rail.hosts_per_stripe, s.rail.spines * s.rail.links_per_spine);
+  std::printf(
+      "emulator: step %.0f us (FabricOptions.step_ns = %lld), DCQCN on, PFC on, seeds 1..%d "
+      "(seed = switch hash seeds and the emulator's RNG)\n",
+      static_cast<double>(args.step_ns) / 1e3, static_cast<long long>(args.step_ns), args.seeds);
+  std::printf(
+      "modes: static ECMP = 5-tuple hash, 1 QP per connection; ECMP+QP entropy = %d QPs per "
+      "connection and the RoCE dest QP in the hash; DLB flowlet = switch DLB (flowlet, "
+      "quality = port load + queue), 1 QP; Loom TELB = Loom pins every (job, destination NIC) "
+      "to a spine with BGP-DPF colored routes, 1 QP\n",
+      s.qp_entropy_qps);
+  std::printf(
+      "ideal = iterations x (bytes the job's busiest NIC sends or receives over the fabric per "
+      "iteration / 400 Gb/s) + (iterations - 1) x compute gap (same-host pairs use NVLink; in a "
+      "non-blocking fabric the NIC is every job's bottleneck)\n");
+  std::printf(
+      "jobs (start 1 ms, ranks GPU-major over the job's hosts, hosts spread over every "
+      "stripe):\n");
+  std::vector<double> ideal;
+  for (const auto& j : s.jobs) {
+    double nic_bytes = 0;
+    ideal.push_back(IdealMs(j, index, 1, &nic_bytes));
+    std::printf(
+        "  %-7s tenant %-6s %-16s %3zu ranks, %5.0f MB/rank, %d iterations, gap %4.0f us, "
+        "busiest NIC %6.1f MB/iteration\n",
+        j.id.c_str(), j.tenant.c_str(), loom::sim::CollectiveName(j.collective), j.ranks.size(),
+        j.message_bytes / 1e6, j.iterations, static_cast<double>(j.compute_gap_ns) / 1e3,
+        nic_bytes / 1e6);
+  }
+  std::fflush(stdout);
+
+  // results[mode][seed]
+  std::map<Mode, std::vector<RunResult>> results;
+  for (int seed = 1; seed <= args.seeds; ++seed) {
+    for (Mode m : kModes) {
+      RunResult r = RunMode(s, m, static_cast<uint64_t>(seed), args.step_ns);
+      double mean = Mean(r.jct_ms);
+      double mx = *std::max_element(r.uplink_util.begin(), r.uplink_util.end());
+      std::printf(
+          "  seed %d %-16s mean JCT %7.2f ms%s | uplinks while all run (%.1f ms): max %3.0f%% "
+          "mean %3.0f%% | %3.0f%% of NIC bytes cross a spine | %.1f ms simulated in %.1f s\n",
+          seed, ModeName(m), mean, r.done ? "" : " (NOT DONE)", r.window_ms, mx * 100,
+          Mean(r.uplink_util) * 100, r.spine_share * 100, r.sim_ms, r.wall_s);
+      std::fflush(stdout);
+      results[m].push_back(std::move(r));
+    }
+  }
+
+  std::printf("\nJCT in ms, mean over %d seed(s) [min-max]:\n", args.seeds);
+  std::printf("%-8s %-7s %-16s %8s", "job", "tenant", "collective", "ideal");
+  for (Mode m : kModes) std::printf(" %23s", ModeName(m));
+  std::printf("\n");
+  std::map<Mode, std::vector<double>> per_seed_mean;
+  for (Mode m : kModes) {
+    for (const auto& r : results[m]) per_seed_mean[m].push_back(Mean(r.jct_ms));
+  }
+  for (size_t j = 0; j < s.jobs.size(); ++j) {
+    std::printf("%-8s %-7s %-16s %8.2f", s.jobs[j].id.c_str(), s.jobs[j].tenant.c_str(),
+                loom::sim::CollectiveName(s.jobs[j].collective), ideal[j]);
+    for (Mode m : kModes) {
+      std::vector<double> v;
+      for (const auto& r : results[m]) v.push_back(r.jct_ms[j]);
+      std::printf("    %7.2f [%5.1f-%5.1f]", Mean(v), *std::min_element(v.begin(), v.end()),
+                  *std::max_element(v.begin(), v.end()));
+    }
+    std::printf("\n");
+  }
+  std::printf("%-8s %-7s %-16s %8.2f", "mean", "", "", Mean(ideal));
+  for (Mode m : kModes) {
+    const auto& v = per_seed_mean[m];
+    std::printf("    %7.2f [%5.1f-%5.1f]", Mean(v), *std::min_element(v.begin(), v.end()),
+                *std::max_element(v.begin(), v.end()));
+  }
+  std::printf("\n%-8s %-7s %-16s %8s", "x ideal", "", "", "1.00");
+  for (Mode m : kModes) std::printf(" %23.2f", Mean(per_seed_mean[m]) / Mean(ideal));
+  double ecmp = Mean(per_seed_mean[Mode::kEcmp]);
+  std::printf("\n%-8s %-7s %-16s %8s", "ECMP /", "", "", "");
+  for (Mode m : kModes) std::printf(" %23.2f", ecmp / Mean(per_seed_mean[m]));
+  std::printf("\n");
+  double speedup = ecmp / Mean(per_seed_mean[Mode::kLoom]);
+  std::printf("Loom TELB vs static ECMP, mean JCT: %.2fx faster (goal >= 1.3x: %s)\n\n", speedup,
+              speedup >= 1.3 ? "met" : "NOT met");
+  if (!args.svg.empty()) {
+    WriteSvg(args.svg, s, 1,
+             {{"static ECMP", results[Mode::kEcmp][0]}, {"Loom TELB", results[Mode::kLoom][0]}});
+    std::printf("wrote %s\n\n", args.svg.c_str());
+  }
+}
+
+// ------------------------------------------------------------------ shared: jobs -> units
+
+v1::Job MakeJob(const std::string& id, const std::string& tenant, v1::CollectivePattern p,
+                const std::vector<std::string>& endpoints) {
+  v1::Job j;
+  j.set_job_id(id);
+  j.set_tenant(tenant);
+  j.set_collective(p);
+  j.set_traffic_class(3);
+  for (const auto& e : endpoints) j.add_endpoints(e);
+  return j;
+}
+
+// Units of a job exactly as Placement builds them: demand per (destination NIC, source
+// leaf), intra-leaf traffic dropped.
+void AppendUnits(const v1::Job& job, double scale, const loom::topology::TopologyIndex& topo,
+                 const loom::te::FabricGraph& g, std::vector<loom::te::Unit>* out) {
+  std::map<std::string, std::map<int, double>> by_dst;
+  for (const auto& d : loom::te::JobDemand(job, topo, scale)) {
+    int src = g.NicLeaf(d.src_nic), dst = g.NicLeaf(d.dst_nic);
+    if (src < 0 || dst < 0 || src == dst) continue;
+    by_dst[d.dst_nic][src] += d.rate_bps;
+  }
+  for (const auto& [dst, sources] : by_dst) {
+    loom::te::Unit u;
+    u.job_id = job.job_id();
+    u.dst_nic = dst;
+    u.dst_leaf = g.NicLeaf(dst);
+    u.sources.assign(sources.begin(), sources.end());
+    out->push_back(std::move(u));
+  }
+}
+
+// A random job mix filling (most of) a fabric: job sizes in hosts from `sizes`, patterns
+// ring all-reduce (random rank order within the job) / all-to-all (at most `a2a_max_hosts`)
+// / permutation, hosts drawn from a shuffled free list with some locality.
+std::vector<v1::Job> RandomJobs(std::mt19937_64& rng, int hosts, int gpus_per_host,
+                                const std::vector<int>& sizes, int a2a_max_hosts, double fill) {
+  std::vector<int> free(static_cast<size_t>(hosts));
+  std::iota(free.begin(), free.end(), 0);
+  // Fragmentation: shuffle blocks of 4 hosts.
+  std::vector<std::vector<int>> blocks;
+  for (int h = 0; h < hosts; h += 4) {
+    blocks.push_back({});
+    for (int k = h; k < std::min(hosts, h + 4); ++k) blocks.back().push_back(k);
+  }
+  std::shuffle(blocks.begin(), blocks.end(), rng);
+  free.clear();
+  for (const auto& b : blocks) free.insert(free.end(), b.begin(), b.end());
+  std::vector<v1::Job> jobs;
+  size_t next = 0;
+  const size_t limit = static_cast<size_t>(fill * hosts);
+  int id = 0;
+  while (next < limit) {
+    int n = sizes[std::uniform_int_distribution<size_t>(0, sizes.size() - 1)(rng)];
+    n = std::min<int>(n, static_cast<int>(free.size() - next));
+    if (n < 1) break;
+    std::vector<int> hs(free.begin() + static_cast<long>(next),
+                        free.begin() + static_cast<long>(next) + n);
+    next += static_cast<size_t>(n);
+    double pick = std::uniform_real_distribution<double>(0, 1)(rng);
+    v1::CollectivePattern p = v1::COLLECTIVE_PATTERN_RING_ALLREDUCE;
+    if (pick < 0.25 && n <= a2a_max_hosts) {
+      p = v1::COLLECTIVE_PATTERN_ALL_TO_ALL;
+    } else if (pick < 0.35) {
+      p = v1::COLLECTIVE_PATTERN_PERMUTATION;
+    }
+    std::vector<std::string> eps;
+    for (int g = 0; g < gpus_per_host; ++g) {
+      for (int h : hs) eps.push_back(Gpu(h, g));
+    }
+    if (p == v1::COLLECTIVE_PATTERN_RING_ALLREDUCE) {
+      // Rail-aligned ring over a random host order (what NCCL gets from a scheduler's
+      // host list), GPU-major.
+      std::shuffle(hs.begin(), hs.end(), rng);
+      eps.clear();
+      for (int g = 0; g < gpus_per_host; ++g) {
+        for (int h : hs) eps.push_back(Gpu(h, g));
+      }
+    } else if (p == v1::COLLECTIVE_PATTERN_PERMUTATION) {
+      std::shuffle(eps.begin(), eps.end(), rng);
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "job%04d", id);
+    jobs.push_back(MakeJob(buf, "tenant" + std::to_string(id % 7), p, eps));
+    ++id;
+  }
+  return jobs;
+}
+
+// ------------------------------------------------------------------ 2. LP quality
+
+#ifdef LOOM_HAVE_GLPK
+// Optimum of the fractional relaxation: every unit may split across its candidate tops;
+// minimize z subject to sum_t x_ut = 1 and, per edge, load_e(x) <= z * capacity_e.
+double SolveLp(const loom::te::FabricGraph& g, const std::vector<loom::te::Unit>& units,
+               double* seconds) {
+  auto t0 = Clock::now();
+  glp_prob* lp = glp_create_prob();
+  glp_set_obj_dir(lp, GLP_MIN);
+  // Rows: units (= 1), then edges (<= 0).
+  glp_add_rows(lp, static_cast<int>(units.size()) + g.num_edges());
+  for (size_t u = 0; u < units.size(); ++u) {
+    glp_set_row_bnds(lp, static_cast<int>(u) + 1, GLP_FX, 1.0, 1.0);
+  }
+  const int edge_row0 = static_cast<int>(units.size()) + 1;
+  for (int e = 0; e < g.num_edges(); ++e) {
+    glp_set_row_bnds(lp, edge_row0 + e, GLP_UP, 0.0, 0.0);
+  }
+  std::vector<int> ia = {0}, ja = {0};
+  std::vector<double> ar = {0};
+  // Column 1: z.
+  glp_add_cols(lp, 1);
+  glp_set_col_bnds(lp, 1, GLP_LO, 0.0, 0.0);
+  glp_set_obj_coef(lp, 1, 1.0);
+  for (int e = 0; e < g.num_edges(); ++e) {
+    if (g.capacity(e) <= 0) continue;
+    ia.push_back(edge_row0 + e);
+    ja.push_back(1);
+    ar.push_back(-1.0);
+  }
+  std::vector<int> edges;
+  for (size_t u = 0; u < units.size(); ++u) {
+    for (int t = 0; t < g.num_tops(); ++t) {
+      std::map<int, double> coef;
+      bool ok = true;
+      for (const auto& [src, rate] : units[u].sources) {
+        if (!g.PathEdges(src, units[u].dst_leaf, t, &edges)) {
+          ok = false;
+          break;
+        }
+        for (int e : edges) coef[e] += rate / g.capacity(e);
+      }
+      if (!ok) continue;
+      int col = glp_add_cols(lp, 1);
+      glp_set_col_bnds(lp, col, GLP_LO, 0.0, 0.0);
+      ia.push_back(static_cast<int>(u) + 1);
+      ja.push_back(col);
+      ar.push_back(1.0);
+      for (const auto& [e, c] : coef) {
+        ia.push_back(edge_row0 + e);
+        ja.push_back(col);
+        ar.push_back(c);
+      }
+    }
+  }
+  glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+  glp_smcp parm;
+  glp_init_smcp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  parm.presolve = GLP_ON;
+  int rc = glp_simplex(lp, &parm);
+  double z = (rc == 0 && glp_get_status(lp) == GLP_OPT) ? glp_get_obj_val(lp) : NAN;
+  glp_delete_prob(lp);
+  *seconds = Seconds(Clock::now() - t0);
+  return z;
+}
+#endif
+
+void RunLp(const Args& args) {
+  std::printf("== 2. Path computation quality: Loom's placement vs the LP optimum\n");
+#ifndef LOOM_HAVE_GLPK
+  (void)args;
+  std::printf("skipped: GLPK (libglpk-dev) was not found when telb_bench was configured\n\n");
+#else
+  loom::topology::RailParams r;
+  r.hosts = args.quick ? 8 : 32;
+  r.hosts_per_stripe = args.quick ? 4 : 8;
+  r.spines = args.quick ? 4 : 8;
+  r.links_per_spine = 1;
+  v1::Topology topo;
+  std::string err;
+  loom::topology::GenerateRail(r, &topo, &err);
+  loom::topology::TopologyIndex index(topo);
+  auto g = loom::te::FabricGraph::Build(index, {});
+  const int n = args.quick ? std::min(args.lp_instances, 5) : args.lp_instances;
+  std::printf(
+      "problem: units = (job, destination NIC) with their per-source-leaf demand (the demand "
+      "model's rates x a random per-job scale in [0.2, 1]); each unit takes one spine; "
+      "objective = maximum directed edge utilization. LP = the fractional relaxation "
+      "(a unit may split across spines), solved with GLPK simplex: a lower bound on any "
+      "placement.\n");
+  std::printf(
+      "instances: %d random job mixes on a %d-GPU rail fabric (%d leaves, %d spines): jobs of "
+      "1-8 hosts on shuffled blocks of hosts, ring all-reduce with a random host order (65%%), "
+      "all-to-all (25%%), permutation (10%%), 90%% of the hosts busy\n",
+      n, r.hosts * 8, g.num_leaves(), g.num_tops());
+  std::vector<double> gaps, loom_ms, lp_s;
+  int within = 0;
+  for (int i = 0; i < n; ++i) {
+    std::mt19937_64 rng(1000 + static_cast<uint64_t>(i));
+    auto jobs = RandomJobs(rng, r.hosts, 8, {1, 2, 4, 8}, 8, 0.9);
+    std::vector<loom::te::Unit> units;
+    for (const auto& j : jobs) {
+      AppendUnits(j, std::uniform_real_distribution<double>(0.2, 1.0)(rng), index, g, &units);
+    }
+    auto t0 = Clock::now();
+    auto res =
+        loom::te::Place(g, units, loom::te::PlacementParams{}, loom::te::PlacementMode::kFull);
+    loom_ms.push_back(Seconds(Clock::now() - t0) * 1e3);
+    double secs = 0;
+    double lp = SolveLp(g, units, &secs);
+    lp_s.push_back(secs);
+    double gap = res.max_utilization / lp - 1;
+    gaps.push_back(gap);
+    if (gap <= 0.02 + 1e-9) ++within;
+    if (args.quick || i < 5 || gap > 0.02) {
+      std::printf(
+          "  instance %2d: %3zu jobs %4zu units  Loom max util %.4f  LP %.4f  gap %+.2f%%\n", i,
+          jobs.size(), units.size(), res.max_utilization, lp, gap * 100);
+    }
+  }
+  std::printf(
+      "gap (Loom / LP - 1) over %d instances: min %.2f%%  p50 %.2f%%  mean %.2f%%  p90 %.2f%%  "
+      "max %.2f%%; within 2%%: %d/%d (goal: within 2%%)\n",
+      n, Percentile(gaps, 0) * 100, Percentile(gaps, 0.5) * 100, Mean(gaps) * 100,
+      Percentile(gaps, 0.9) * 100, Percentile(gaps, 1) * 100, within, n);
+  std::printf("time: Loom Place(kFull) p50 %.2f ms; GLPK simplex p50 %.1f ms\n\n",
+              Percentile(loom_ms, 0.5), Percentile(lp_s, 0.5) * 1e3);
+#endif
+}
+
+// ------------------------------------------------------------------ 3. scale
+
+void RunScale(const Args& args) {
+  std::printf("== 3. Placement time at scale (Placement, the controller's TELB state)\n");
+  loom::topology::RailParams r;
+  r.hosts = args.quick ? 64 : 512;
+  r.hosts_per_stripe = args.quick ? 16 : 32;
+  r.spines = args.quick ? 16 : 32;
+  r.links_per_spine = 1;
+  v1::Topology topo;
+  std::string err;
+  loom::topology::GenerateRail(r, &topo, &err);
+  auto index = std::make_shared<const loom::topology::TopologyIndex>(topo);
+  loom::te::Placement placement(index, loom::te::PlacementParams{});
+  std::mt19937_64 rng(42);
+  auto jobs = RandomJobs(rng, r.hosts, 8, {1, 2, 4, 8, 16, 32, 64}, 8, 1.0);
+  std::map<v1::CollectivePattern, int> kinds;
+  for (const auto& j : jobs) kinds[j.collective()]++;
+  std::printf(
+      "fabric: %d GPUs (%d hosts x 8, %d leaves, %d spines, 400G); %zu jobs of 8-512 GPUs "
+      "filling every host: %d ring all-reduce, %d all-to-all (<= 64 GPUs, expert-parallel "
+      "groups), %d permutation\n",
+      r.hosts * 8, r.hosts, placement.graph().num_leaves(), placement.graph().num_tops(),
+      jobs.size(), kinds[v1::COLLECTIVE_PATTERN_RING_ALLREDUCE],
+      kinds[v1::COLLECTIVE_PATTERN_ALL_TO_ALL], kinds[v1::COLLECTIVE_PATTERN_PERMUTATION]);
+  std::vector<double> arrival_ms;
+  for (const auto& j : jobs) {
+    auto t0 = Clock::now();
+    placement.Upsert(j);
+    arrival_ms.push_back(Seconds(Clock::now() - t0) * 1e3);
+  }
+  std::printf(
+      "incremental placement as the fabric fills (Upsert, %zu arrivals): p50 %.3f ms  p99 "
+      "%.3f ms  max %.3f ms; max utilization after: %.3f\n",
+      arrival_ms.size(), Percentile(arrival_ms, 0.5), Percentile(arrival_ms, 0.99),
+      Percentile(arrival_ms, 1), placement.max_utilization());
+  // Full recompute: the first one from the incremental state, then steady ones.
+  std::vector<double> full_ms;
+  size_t changed_first = 0;
+  for (int i = 0; i < (args.quick ? 2 : 5); ++i) {
+    auto t0 = Clock::now();
+    auto changed = placement.Recompute(loom::te::PlacementMode::kFull);
+    full_ms.push_back(Seconds(Clock::now() - t0) * 1e3);
+    if (i == 0) changed_first = changed.size();
+  }
+  std::printf(
+      "full recompute (Recompute(kFull): units rebuilt from the demand model, keep-vs-fresh "
+      "placement, stability check), %zu runs: first %.1f ms (%zu jobs changed), p50 %.1f ms, "
+      "max %.1f ms (goal <= 100 ms: %s); max utilization %.3f\n",
+      full_ms.size(), full_ms[0], changed_first, Percentile(full_ms, 0.5), Percentile(full_ms, 1),
+      Percentile(full_ms, 1) <= 100 ? "met" : "NOT met", placement.max_utilization());
+  // Cold: the path engine alone on every unit, nothing current.
+  auto g = loom::te::FabricGraph::Build(*index, {});
+  std::vector<loom::te::Unit> units;
+  for (const auto& j : jobs) AppendUnits(j, 1.0, *index, g, &units);
+  auto t0 = Clock::now();
+  auto cold =
+      loom::te::Place(g, units, loom::te::PlacementParams{}, loom::te::PlacementMode::kFull);
+  double cold_ms = Seconds(Clock::now() - t0) * 1e3;
+  std::printf(
+      "path engine alone, cold (Place(kFull), %zu units, nothing current): %.1f ms; max "
+      "utilization %.3f\n",
+      units.size(), cold_ms, cold.max_utilization);
+  // Steady-state churn: a job ends and a new one of the same shape starts elsewhere in time.
+  std::vector<double> churn_ms;
+  const int rounds = args.quick ? 50 : 300;
+  for (int i = 0; i < rounds; ++i) {
+    const v1::Job& j = jobs[std::uniform_int_distribution<size_t>(0, jobs.size() - 1)(rng)];
+    placement.Remove(j.job_id());
+    auto t1 = Clock::now();
+    placement.Upsert(j);
+    churn_ms.push_back(Seconds(Clock::now() - t1) * 1e3);
+  }
+  std::printf(
+      "incremental placement in a full fabric (Remove + Upsert of a random job, %d rounds): "
+      "p50 %.3f ms  p99 %.3f ms  max %.3f ms (goal p99 <= 2 ms: %s)\n\n",
+      rounds, Percentile(churn_ms, 0.5), Percentile(churn_ms, 0.99), Percentile(churn_ms, 1),
+      Percentile(churn_ms, 0.99) <= 2 ? "met" : "NOT met");
+}
+
+int Main(int argc, char** argv) {
+  Args args;
+  bool svg_set = false, seeds_set = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--quick") {
+      args.quick = true;
+    } else if (a == "--seeds") {
+      args.seeds = std::max(1, std::atoi(next().c_str()));
+      seeds_set = true;
+    } else if (a == "--step-us") {
+      args.step_ns = static_cast<TimeNs>(std::atof(next().c_str()) * 1e3);
+    } else if (a == "--lp-instances") {
+      args.lp_instances = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--svg") {
+      args.svg = next();
+      svg_set = true;
+    } else if (a == "--no-jct") {
+      args.jct = false;
+    } else if (a == "--no-lp") {
+      args.lp = false;
+    } else if (a == "--no-scale") {
+      args.scale = false;
+    } else {
+      std::fprintf(stderr,
+                   "usage: telb_bench [--quick] [--seeds N] [--step-us N] [--lp-instances N] "
+                   "[--svg PATH] [--no-jct] [--no-lp] [--no-scale]\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  if (args.quick && !seeds_set) args.seeds = 1;
+#ifdef LOOM_SOURCE_DIR
+  if (!svg_set && !args.quick)
+    args.svg = std::string(LOOM_SOURCE_DIR) + "/docs/img/telb-utilization.svg";
+#endif
+  loom::SetLogLevel(loom::LogLevel::kWarn);
+  auto t0 = Clock::now();
+  if (args.jct) RunJct(args);
+  if (args.lp) RunLp(args);
+  if (args.scale) RunScale(args);
+  std::printf("total wall time %.1f s\n", Seconds(Clock::now() - t0));
+  return 0;
+}
+
+}  // namespace
+}  // namespace loom::testing
+
+int main(int argc, char** argv) { return loom::testing::Main(argc, argv); }
