@@ -829,6 +829,7 @@ void Controller::OnLinkSnapshot(std::shared_ptr<const loom::telemetry::LinkSnaps
 
 void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot) {
   snapshot_ = std::move(snapshot);
+  RefineDemand();
   const auto& links = topo_->topology().links();
   Mutation m;
   std::vector<std::pair<std::string, v1::LinkOperState>> changes;
@@ -951,8 +952,68 @@ void Controller::UpdateLinkGauges() {
 
 namespace loom::controller {
 
+void Controller::RefineDemand() {
+  if (options_.reoptimize_interval_ns <= 0 || !snapshot_) return;
+  // Measured send rate per NIC: the NIC->leaf direction of its link.
+  std::map<std::string, double> nic_tx;
+  std::map<std::string, int> nic_jobs;
+  for (const auto& [id, job] : jobs_) {
+    for (const auto& ep : job.endpoints()) nic_jobs[topo_->EndpointNic(ep)]++;
+  }
+  for (size_t i = 0; i < snapshot_->links.size(); ++i) {
+    const auto& d = snapshot_->links[i];
+    if (d.stale || !d.has_rate || !d.tx_device) continue;
+    const auto* dev = topo_->FindDevice(*d.tx_device);
+    if (dev && dev->role() == v1::DEVICE_ROLE_NIC) nic_tx[dev->id()] += d.tx_bps;
+  }
+  if (nic_tx.empty()) return;
+  for (const auto& [id, job] : jobs_) {
+    auto modelled = placement_.ModelledNicRates(id);
+    double model = 0, measured = 0;
+    bool exclusive = true, seen = true;
+    for (const auto& [nic, rate] : modelled) {
+      model += rate;
+      exclusive &= nic_jobs[nic] == 1;
+      auto it = nic_tx.find(nic);
+      if (it == nic_tx.end()) {
+        seen = false;
+        break;
+      }
+      measured += it->second;
+    }
+    // Only jobs whose NICs are theirs alone, seen by fresh telemetry, and
+    // active (not in a compute gap) say something about their demand.
+    if (!exclusive || !seen || model <= 0 || measured < 0.05 * model) continue;
+    double ratio = std::min(1.0, measured / model);
+    auto [it, inserted] = measured_ratio_.emplace(id, ratio);
+    if (!inserted) it->second = 0.8 * it->second + 0.2 * ratio;
+    if (placement_.SetDemandScale(id, it->second)) reoptimize_pending_ = true;
+  }
+}
+
 void Controller::Tick() {
   Post([this]() {
+    if (reoptimize_pending_ &&
+        clock_.Now() - last_reoptimize_ns_ >= options_.reoptimize_interval_ns) {
+      reoptimize_pending_ = false;
+      last_reoptimize_ns_ = clock_.Now();
+      Mutation m;
+      std::map<std::string, v1::Job> updated;
+      loom::te::Placement saved = placement_;
+      int moved = RecomputeInto(m, "measured demand differs from the model", &updated);
+      if (moved > 0) {
+        v1::Event ev = NewEvent(v1::EVENT_TYPE_PATHS_RECOMPUTED, "fabric");
+        ev.set_cause("measured demand differs from the collective model");
+        ev.set_action("re-optimized all jobs with the measured demand");
+        ev.set_result(std::to_string(moved) + " job(s) moved");
+        m.events.push_back(ev);
+        if (CommitAndPublish(m).ok()) {
+          for (auto& [id, job] : updated) jobs_[id] = job;
+        } else {
+          placement_ = std::move(saved);
+        }
+      }
+    }
     if (desired_dirty_) {
       desired_dirty_ = false;
       reconciler_.SetDesired(placement_.DesiredStates());

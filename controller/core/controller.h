@@ -47,6 +47,9 @@ struct ControllerOptions {
   // TELB placement parameters.
   loom::te::PlacementParams placement;
   ReconcilerOptions reconciler;
+  // Measured demand refines the model; a full recompute (with stability)
+  // runs at most this often when it changed. 0 disables refinement.
+  TimeNs reoptimize_interval_ns = 10 * kNsPerSec;
 };
 
 struct PolicyInstallResult {
@@ -180,6 +183,11 @@ class Controller {
   std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot_;
   Reconciler reconciler_;
   bool desired_dirty_ = true;
+  // Measured demand: EWMA of measured / modelled NIC send rate per job.
+  std::map<std::string, double> measured_ratio_;
+  bool reoptimize_pending_ = false;
+  TimeNs last_reoptimize_ns_ = 0;
+  void RefineDemand();
   // Operational state per link id as telemetry last reported it (fresh data only).
   std::map<std::string, loom::v1::LinkOperState> oper_;
 

@@ -1,6 +1,7 @@
 #include "controller/te/placement.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "controller/te/demand.h"
@@ -139,7 +140,7 @@ std::vector<int> Placement::AllowedTops(const JobRec& rec) const {
 void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& current) const {
   rec.units.clear();
   std::map<std::string, std::map<int, double>> by_dst;  // dst nic -> src leaf -> rate
-  for (const auto& d : JobDemand(rec.job, *topo_)) {
+  for (const auto& d : JobDemand(rec.job, *topo_, DemandScale(rec.job.job_id()))) {
     int src = graph_.NicLeaf(d.src_nic), dst = graph_.NicLeaf(d.dst_nic);
     if (src < 0 || dst < 0 || src == dst) continue;  // local to a leaf: no fabric path
     by_dst[d.dst_nic][src] += d.rate_bps;
@@ -205,7 +206,29 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   return MakeAssignment(rec);
 }
 
+bool Placement::SetDemandScale(const std::string& job_id, double scale) {
+  scale = std::clamp(scale, 0.01, 1.0);
+  double old = DemandScale(job_id);
+  if (std::abs(scale - old) <= 0.2 * old) return false;
+  scale_[job_id] = scale;
+  return true;
+}
+
+double Placement::DemandScale(const std::string& job_id) const {
+  auto it = scale_.find(job_id);
+  return it == scale_.end() ? 1.0 : it->second;
+}
+
+std::map<std::string, double> Placement::ModelledNicRates(const std::string& job_id) const {
+  std::map<std::string, double> out;
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return out;
+  for (const auto& d : JobDemand(it->second.job, *topo_)) out[d.src_nic] += d.rate_bps;
+  return out;
+}
+
 void Placement::Remove(const std::string& job_id) {
+  scale_.erase(job_id);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return;
   AddLoad(it->second, -1);

@@ -58,6 +58,15 @@ class Placement {
   // Current assignment of a job (empty when unknown).
   loom::v1::PathAssignment AssignmentOf(const std::string& job_id) const;
 
+  // Measured refinement of a job's demand: the job's NICs send `scale` x
+  // what the collective model predicts at line rate (0 < scale <= 1).
+  // Returns true when it changed by more than 20 % (worth a recompute);
+  // takes effect at the next Upsert/Recompute.
+  bool SetDemandScale(const std::string& job_id, double scale);
+  double DemandScale(const std::string& job_id) const;
+  // Modelled send rate (bits/s, at scale 1) of each NIC of a job.
+  std::map<std::string, double> ModelledNicRates(const std::string& job_id) const;
+
   // Recomputes every job. Returns the assignments whose routes changed.
   std::map<std::string, loom::v1::PathAssignment> Recompute(PlacementMode mode);
 
@@ -97,6 +106,8 @@ class Placement {
   double max_utilization_ = 0;
   // tenant -> tops reserved for it (dedicated isolation).
   std::map<std::string, std::set<int>> dedicated_;
+  // job -> measured demand scale (absent = 1).
+  std::map<std::string, double> scale_;
 };
 
 }  // namespace loom::te

@@ -4,6 +4,7 @@
 #include "api/topology/topology_generate.h"
 #include "controller/te/demand.h"
 #include "controller/te/path_engine.h"
+#include "controller/te/placement.h"
 #include "tests/unit/test_util.h"
 
 namespace loom::te {
@@ -182,6 +183,34 @@ TEST(PathEngineTest, ThreeTierPathsFollowPlanes) {
   ASSERT_EQ(edges.size(), 2u);  // intra-pod: the super-spine is not used
   EXPECT_EQ(g.edge_name(edges[1]), "pod0-spine0->pod0-leaf1");
   EXPECT_EQ(g.FirstHop(b, g.TopIndex("superspine2")), "pod1-spine1");
+}
+
+}  // namespace
+}  // namespace loom::te
+
+namespace loom::te {
+namespace {
+
+TEST(PlacementTest, MeasuredDemandScaleRefinesTheModel) {
+  // One job: host000 (leaf0) <-> host002 (leaf1), point to point, modelled at
+  // 400G. Telemetry says it only sends a quarter of that.
+  auto topo = loom::testing::SmallFabric();
+  Placement p(topo, {});
+  v1::Job job;
+  job.set_job_id("j");
+  job.set_tenant("t");
+  job.set_collective(v1::COLLECTIVE_PATTERN_POINT_TO_POINT);
+  job.add_endpoints("host000-gpu0");
+  job.add_endpoints("host002-gpu0");
+  p.Upsert(job);
+  EXPECT_NEAR(p.max_utilization(), 1.0, 1e-9);
+  EXPECT_EQ(p.ModelledNicRates("j").at("host000-nic0"), 400e9);
+  EXPECT_FALSE(p.SetDemandScale("j", 0.9));  // within 20 %: not worth it
+  EXPECT_TRUE(p.SetDemandScale("j", 0.25));
+  p.Recompute(PlacementMode::kFull);
+  EXPECT_NEAR(p.max_utilization(), 0.25, 1e-9);
+  p.Remove("j");
+  EXPECT_DOUBLE_EQ(p.DemandScale("j"), 1.0);
 }
 
 }  // namespace
