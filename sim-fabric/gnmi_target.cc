@@ -242,6 +242,13 @@ class GnmiTarget::Service final : public gnmi::gNMI::CallbackService {
   grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const gnmi::GetRequest* req,
                                 gnmi::GetResponse* resp) override {
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    if (target_->config_ != nullptr &&
+        (req->type() == gnmi::GetRequest::CONFIG || req->type() == gnmi::GetRequest::OPERATIONAL)) {
+      Status s = target_->config_->Get(*req, resp);
+      if (!s.ok()) resp->Clear();
+      r->Finish(ToGrpc(s));
+      return r;
+    }
     std::shared_ptr<const FabricSnapshot> snap = target_->latest();
     if (!snap) {
       r->Finish(kNoData);
@@ -253,12 +260,20 @@ class GnmiTarget::Service final : public gnmi::gNMI::CallbackService {
     return r;
   }
 
-  grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* ctx, const gnmi::SetRequest* /*req*/,
-                                gnmi::SetResponse* /*resp*/) override {
+  grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* ctx, const gnmi::SetRequest* req,
+                                gnmi::SetResponse* resp) override {
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
-    r->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                           "gNMI Set is not implemented by the loom-fabric target yet; a later "
-                           "change adds it (DLB profiles, ALB bucket tables, GLB weights)"));
+    if (target_->config_ == nullptr) {
+      r->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                             "gNMI Set is not enabled on this target: no fabric config attached "
+                             "(GnmiTarget::AttachConfig; loom-fabric attaches one, an embedding "
+                             "program must do it in a later change of its own)"));
+      return r;
+    }
+    target_->config_->Set(*req, [r, resp](Status s, gnmi::SetResponse sr) {
+      if (s.ok()) *resp = std::move(sr);
+      r->Finish(ToGrpc(s));
+    });
     return r;
   }
 
@@ -356,6 +371,12 @@ FabricLoop::~FabricLoop() = default;
 
 void FabricLoop::Post(std::function<void(Fabric&)> fn) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (finished_) {
+    // Run() has returned: nobody steps the fabric any more; run it here,
+    // serialized by mu_, so waiters (a gNMI Set) still complete.
+    fn(*fabric_);
+    return;
+  }
   posted_.push_back(std::move(fn));
 }
 
@@ -425,6 +446,10 @@ void FabricLoop::Run() {
     virtual_now_.store(fabric_->now());
   }
   virtual_now_.store(fabric_->now());
+  std::lock_guard<std::mutex> lock(mu_);
+  finished_ = true;
+  for (auto& fn : posted_) fn(*fabric_);
+  posted_.clear();
 }
 
 }  // namespace loom::sim

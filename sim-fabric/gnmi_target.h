@@ -8,7 +8,8 @@
 // prefix.target). RPCs:
 //   Capabilities  models openconfig-interfaces, openconfig-qos and the loom
 //                 extensions; encodings JSON_IETF, PROTO (and JSON).
-//   Get           the latest snapshot's leaves under the paths.
+//   Get           the latest snapshot's leaves under the paths (type ALL or
+//                 STATE; see Set for CONFIG and OPERATIONAL).
 //   Subscribe     STREAM (SAMPLE with sample_interval / suppress_redundant /
 //                 heartbeat_interval, ON_CHANGE, TARGET_DEFINED = SAMPLE for
 //                 counters and ON_CHANGE for state), ONCE (initial data,
@@ -16,7 +17,18 @@
 //                 full update and sync per Poll); sync_response once after the
 //                 initial data. The semantics are GnmiSession's
 //                 (gnmi_adapter.h), shared with InProcessTelemetry.
-//   Set           UNIMPLEMENTED for now (a later change adds DLB/ALB/GLB Set).
+//   Set           with a WireConfig attached (AttachConfig; loom-fabric always
+//                 attaches one): the "loom" config schema of
+//                 southbound/gnmi/gnmi_config.h for the switch in prefix.target
+//                 (colors, routes, GLB weights, DLB, ALB tables, spraying,
+//                 ECN/PFC thresholds), one transaction validated by the
+//                 southbound codec (INVALID_ARGUMENT, nothing applied), applied
+//                 to the fabric on the loop thread before the SetResponse is
+//                 sent; unknown switch -> NOT_FOUND. Without one: UNIMPLEMENTED.
+//   Get           type CONFIG: the gNMI-written config (the codec's
+//                 EncodeGetResponse); type OPERATIONAL: what the switch runs,
+//                 BGP-learned colors/routes/weights included (wire_config.h).
+//                 Other types: telemetry as above.
 // Errors follow the gNMI spec; see gnmi_adapter.h. A stream whose client
 // falls more than GnmiTargetOptions::max_queued_responses behind is ended
 // with RESOURCE_EXHAUSTED; bad requests never affect other streams.
@@ -43,6 +55,7 @@
 #include "common/status.h"
 #include "sim-fabric/fabric.h"
 #include "sim-fabric/gnmi_adapter.h"
+#include "sim-fabric/wire_config.h"
 
 namespace grpc {
 class Server;
@@ -68,6 +81,9 @@ class GnmiTarget {
   GnmiTarget(const GnmiTarget&) = delete;
   GnmiTarget& operator=(const GnmiTarget&) = delete;
 
+  // Enables Set and config Get (call before Start()). `config` must outlive
+  // the target.
+  void AttachConfig(WireConfig* config) { config_ = config; }
   // Binds and starts serving. Requests before the first Publish() get
   // UNAVAILABLE.
   Status Start();
@@ -99,6 +115,7 @@ class GnmiTarget {
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  WireConfig* config_ = nullptr;  // Set before Start(); not owned.
 
   mutable std::mutex mu_;
   std::shared_ptr<const FabricSnapshot> latest_;
@@ -133,7 +150,8 @@ class FabricLoop {
   void Run();
   // Any thread; async-signal-safe (one lock-free atomic store).
   void Stop() { stop_.store(true); }
-  // Runs `fn` on the loop thread before the next step.
+  // Runs `fn` on the loop thread before the next step; once Run() has
+  // returned, runs it at once on the caller's thread (serialized).
   void Post(std::function<void(Fabric&)> fn);
   // The fabric's virtual time as of the last step (any thread).
   TimeNs virtual_now() const { return virtual_now_.load(); }
@@ -150,7 +168,8 @@ class FabricLoop {
   std::atomic<TimeNs> virtual_now_{0};
   std::atomic<uint64_t> published_{0};
   std::mutex mu_;
-  std::vector<std::function<void(Fabric&)>> posted_;
+  std::vector<std::function<void(Fabric&)>> posted_;  // guarded by mu_
+  bool finished_ = false;                             // guarded by mu_
 };
 
 }  // namespace loom::sim

@@ -4,7 +4,7 @@
 //   loom-fabric SCENARIO.json [--out DIR] [--duration-ns N] [--seed N] [--step-ns N]
 //               [--sample-ns N] [--no-progress]
 //               [--gnmi-listen HOST:PORT] [--ready-file FILE] [--realtime] [--speed F]
-//               [--duration D] [--gnmi-tick-ns N]
+//               [--duration D] [--gnmi-tick-ns N] [--bgp-listen HOST:PORT] [--loom-as N]
 //
 // Batch mode (no --gnmi-listen, no pacing): steps as fast as possible until the
 // duration or until every job is done, prints per-job completion times and a
@@ -15,6 +15,10 @@
 // fabric on the main thread, paced against the wall clock, and publishes a
 // snapshot per sample tick to the gNMI target (gRPC threads serve it). Runs
 // until --duration (0 = until SIGINT/SIGTERM), then prints the summary.
+//
+// Wire programming (live mode): the gNMI target accepts Set (wire_config.h)
+// and, with --bgp-listen, every leaf runs a BGP-DPF speaker (wire_bgp.h);
+// both program the fabric on the loop thread.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -22,6 +26,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -29,6 +34,8 @@
 #include "sim-fabric/gnmi_target.h"
 #include "sim-fabric/recorder.h"
 #include "sim-fabric/scenario.h"
+#include "sim-fabric/wire_bgp.h"
+#include "sim-fabric/wire_config.h"
 
 namespace {
 
@@ -46,10 +53,15 @@ constexpr char kUsage[] =
     "  --help             this text\n"
     "\n"
     "live mode (gNMI target):\n"
-    "  --gnmi-listen HOST:PORT  serve gNMI (gnmi.gNMI: Capabilities, Get, Subscribe) on this\n"
-    "                     address; port 0 = any free port. One target name per switch and per\n"
-    "                     NIC (the device id). Paces at real time unless --speed says otherwise\n"
-    "  --ready-file FILE  once listening, write {\"gnmi_port\": N} to FILE\n"
+    "  --gnmi-listen HOST:PORT  serve gNMI (gnmi.gNMI: Capabilities, Get, Subscribe, Set) on\n"
+    "                     this address; port 0 = any free port. One target name per switch and\n"
+    "                     per NIC (the device id). Set takes the loom config schema\n"
+    "                     (southbound/README.md). Paces at real time unless --speed says so\n"
+    "  --bgp-listen HOST:PORT  every leaf runs a BGP-DPF speaker: leaf i (topology order)\n"
+    "                     listens on PORT+i (PORT 0 = an ephemeral port per leaf); Loom's\n"
+    "                     colored sessions follow southbound/bgp/prefix_plan.h\n"
+    "  --loom-as N        Loom's AS on those sessions (default 65534)\n"
+    "  --ready-file FILE  once listening, write {\"gnmi_port\": N, \"bgp\": {\"leaf0\": P, ...}}\n"
     "  --realtime         virtual time follows the wall clock (same as --speed 1)\n"
     "  --speed F          virtual seconds per wall second (0 = as fast as possible)\n"
     "  --duration D       stop at this virtual time: 10s, 500ms, 250us, 1000ns or seconds;\n"
@@ -97,14 +109,19 @@ bool ParseDuration(const std::string& text, loom::TimeNs* out) {
   return true;
 }
 
-bool WriteReadyFile(const std::string& path, int port, std::string* error) {
+bool WriteReadyFile(const std::string& path, int port,
+                    const std::map<std::string, uint16_t>& bgp_ports, std::string* error) {
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) {
     *error = "cannot write " + tmp;
     return false;
   }
-  std::fprintf(f, "{\"gnmi_port\": %d}\n", port);
+  std::string bgp;
+  for (const auto& [leaf, p] : bgp_ports) {
+    bgp += (bgp.empty() ? "" : ", ") + ("\"" + leaf + "\": ") + std::to_string(p);
+  }
+  std::fprintf(f, "{\"gnmi_port\": %d, \"bgp\": {%s}}\n", port, bgp.c_str());
   const bool ok = std::fclose(f) == 0 && std::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) *error = "cannot write " + path;
   return ok;
@@ -118,7 +135,7 @@ int main(int argc, char** argv) {
   std::string error;
   if (!flags.Parse(argc, argv, 1,
                    {"out", "duration-ns", "seed", "step-ns", "sample-ns", "gnmi-listen",
-                    "ready-file", "speed", "duration", "gnmi-tick-ns"},
+                    "ready-file", "speed", "duration", "gnmi-tick-ns", "bgp-listen", "loom-as"},
                    {"help", "no-progress", "realtime"}, &error)) {
     std::fprintf(stderr, "loom-fabric: %s\n%s", error.c_str(), kUsage);
     return 2;
@@ -148,7 +165,30 @@ int main(int argc, char** argv) {
   sc.options.step_ns = v;
   if (!flags.GetInt("sample-ns", sc.sample_ns, &v, &error) || v <= 0) return 2;
   const std::string gnmi_listen = flags.Get("gnmi-listen");
-  const bool live = !gnmi_listen.empty() || flags.Has("realtime") || flags.Has("speed");
+  const std::string bgp_listen = flags.Get("bgp-listen");
+  const bool live =
+      !gnmi_listen.empty() || !bgp_listen.empty() || flags.Has("realtime") || flags.Has("speed");
+  std::string bgp_host;
+  int bgp_port = 0;
+  if (!bgp_listen.empty()) {
+    const size_t colon = bgp_listen.rfind(':');
+    char* end = nullptr;
+    const long p =
+        colon == std::string::npos ? -1 : std::strtol(bgp_listen.c_str() + colon + 1, &end, 10);
+    if (colon == std::string::npos || colon == 0 || end == nullptr || *end != '\0' || p < 0 ||
+        p > 65535) {
+      std::fprintf(stderr, "loom-fabric: bad --bgp-listen %s (HOST:PORT)\n", bgp_listen.c_str());
+      return 2;
+    }
+    bgp_host = bgp_listen.substr(0, colon);
+    bgp_port = static_cast<int>(p);
+  }
+  int64_t loom_as = loom::southbound::bgp::kDefaultLoomAs;
+  if (!flags.GetInt("loom-as", loom_as, &loom_as, &error) || loom_as <= 0 ||
+      loom_as > 0xffffffffLL) {
+    std::fprintf(stderr, "loom-fabric: bad --loom-as\n");
+    return 2;
+  }
   double speed = 1.0;
   if (!flags.GetDouble("speed", 1.0, &speed, &error) || !(speed >= 0)) {
     std::fprintf(stderr, "loom-fabric: bad --speed\n");
@@ -196,6 +236,33 @@ int main(int argc, char** argv) {
       GnmiTargetOptions to;
       to.listen_address = gnmi_listen;
       target = std::make_unique<GnmiTarget>(go, to);
+    }
+    FabricLoopOptions lo;
+    lo.speed = speed;
+    lo.duration_ns = sc.duration_ns;
+    if (record) lo.on_step = [&rec](Fabric&) { rec.Sample(); };
+    FabricLoop loop(fab.get(), target.get(), lo);
+    WireConfig wire(fab.get(), sc.topology,
+                    [&loop](std::function<void(Fabric&)> fn) { loop.Post(std::move(fn)); });
+    std::unique_ptr<WireBgpLeaves> bgp;
+    if (!bgp_listen.empty()) {
+      WireBgpOptions bo;
+      bo.listen_address = bgp_host;
+      bo.first_port = bgp_port;
+      bo.sessions.loom_as = static_cast<uint32_t>(loom_as);
+      bgp = std::make_unique<WireBgpLeaves>(sc.topology, &wire, bo);
+      loom::Status st = bgp->Start();
+      if (!st.ok()) {
+        std::fprintf(stderr, "loom-fabric: %s\n", st.message().c_str());
+        return 1;
+      }
+      std::printf("bgp leaves listening on %s:", bgp_host.c_str());
+      for (const auto& [leaf, p] : bgp->ports()) std::printf(" %s=%u", leaf.c_str(), p);
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+    if (target) {
+      target->AttachConfig(&wire);
       loom::Status st = target->Start();
       if (!st.ok()) {
         std::fprintf(stderr, "loom-fabric: %s\n", st.message().c_str());
@@ -204,17 +271,15 @@ int main(int argc, char** argv) {
       std::printf("gnmi target listening on %s (port %d), %zu targets\n", gnmi_listen.c_str(),
                   target->port(), fab->Devices().size());
       std::fflush(stdout);
-      if (flags.Has("ready-file") &&
-          !WriteReadyFile(flags.Get("ready-file"), target->port(), &error)) {
+    }
+    if (flags.Has("ready-file")) {
+      const std::map<std::string, uint16_t> none;
+      if (!WriteReadyFile(flags.Get("ready-file"), target ? target->port() : 0,
+                          bgp ? bgp->ports() : none, &error)) {
         std::fprintf(stderr, "loom-fabric: %s\n", error.c_str());
         return 1;
       }
     }
-    FabricLoopOptions lo;
-    lo.speed = speed;
-    lo.duration_ns = sc.duration_ns;
-    if (record) lo.on_step = [&rec](Fabric&) { rec.Sample(); };
-    FabricLoop loop(fab.get(), target.get(), lo);
     g_loop.store(&loop);
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
@@ -223,6 +288,7 @@ int main(int argc, char** argv) {
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
     if (target) target->Stop();
+    if (bgp) bgp->Stop();
   }
   while (!live && fab->now() < sc.duration_ns) {
     if (fab->job_count() > 0 && fab->AllJobsDone()) break;

@@ -1,0 +1,201 @@
+#include "sim-fabric/wire_config.h"
+
+#include <chrono>
+#include <utility>
+
+namespace loom::sim {
+
+namespace v1 = loom::v1;
+namespace sgnmi = loom::southbound::gnmi;
+
+namespace {
+
+std::set<std::string> SwitchesOf(const v1::Topology& topo) {
+  std::set<std::string> out;
+  for (const auto& d : topo.devices()) {
+    if (d.role() == v1::DEVICE_ROLE_LEAF || d.role() == v1::DEVICE_ROLE_SPINE ||
+        d.role() == v1::DEVICE_ROLE_SUPER_SPINE) {
+      out.insert(d.id());
+    }
+  }
+  return out;
+}
+
+int64_t WallNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status CheckTarget(const std::string& target, const std::set<std::string>& switches) {
+  if (target.empty()) {
+    return InvalidArgument("prefix.target: empty; name the switch (its device id)");
+  }
+  if (!switches.count(target)) {
+    return NotFound("target \"" + target + "\" is not a switch of the emulator");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+WireConfig::WireConfig(Fabric* fabric, const v1::Topology& topo, Runner run,
+                       sgnmi::CodecLimits limits)
+    : switches_(SwitchesOf(topo)),
+      run_(std::move(run)),
+      limits_(limits),
+      driver_(std::make_unique<InProcessDriver>(fabric, topo)) {
+  for (const std::string& s : switches_) {
+    Device& d = devices_[s];
+    d.config.set_device(s);
+    d.learned.set_device(s);
+    d.applied.set_device(s);
+  }
+}
+
+v1::DeviceState WireConfig::Merge(const v1::DeviceState& config, const v1::DeviceState& learned) {
+  v1::DeviceState out = config;
+  std::set<uint32_t> colors;
+  for (const auto& c : learned.colors()) colors.insert(c.color());
+  std::set<std::pair<std::string, uint32_t>> routes;
+  for (const auto& r : learned.routes()) routes.insert({r.destination(), r.traffic_class()});
+  std::set<std::string> weights;
+  for (const auto& w : learned.weights()) weights.insert(w.destination());
+  out.clear_colors();
+  for (const auto& c : config.colors()) {
+    if (!colors.count(c.color())) *out.add_colors() = c;
+  }
+  for (const auto& c : learned.colors()) *out.add_colors() = c;
+  out.clear_routes();
+  for (const auto& r : config.routes()) {
+    if (!routes.count({r.destination(), r.traffic_class()})) *out.add_routes() = r;
+  }
+  for (const auto& r : learned.routes()) *out.add_routes() = r;
+  out.clear_weights();
+  for (const auto& w : config.weights()) {
+    if (!weights.count(w.destination())) *out.add_weights() = w;
+  }
+  for (const auto& w : learned.weights()) *out.add_weights() = w;
+  return out;
+}
+
+void WireConfig::Set(const ::gnmi::SetRequest& request,
+                     std::function<void(Status, ::gnmi::SetResponse)> done) {
+  const std::string target = request.prefix().target();
+  Status st = CheckTarget(target, switches_);
+  if (st.ok()) {
+    // Validate up front so bad requests never wait for the fabric thread.
+    v1::DeviceState probe;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      probe = devices_[target].config;
+    }
+    st = sgnmi::ApplySetRequest(request, &probe, limits_);
+  }
+  if (!st.ok()) {
+    done(st, ::gnmi::SetResponse());
+    return;
+  }
+  run_([this, request, target, done = std::move(done)](Fabric&) {
+    v1::DeviceState old_config, config, learned;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      old_config = devices_[target].config;
+      learned = devices_[target].learned;
+    }
+    config = old_config;
+    ::gnmi::SetResponse resp;
+    Status s = sgnmi::ApplySetRequest(request, &config, limits_, &resp, WallNs());
+    if (!s.ok()) {
+      done(s, ::gnmi::SetResponse());
+      return;
+    }
+    const sgnmi::PartMask changed = sgnmi::DiffParts(old_config, config);
+    loom::southbound::ApplyResult r = driver_->ApplyNow(Merge(config, learned));
+    for (const auto& f : r.failures) {
+      bool ours = f.part == "device";
+      for (sgnmi::Part p : sgnmi::kEveryPart) {
+        ours |= f.part == sgnmi::PartName(p) && (changed & sgnmi::Mask(p)) != 0;
+      }
+      if (!ours) continue;
+      // Roll back: the Set is one transaction.
+      loom::southbound::ApplyResult back = driver_->ApplyNow(Merge(old_config, learned));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        devices_[target].applied = back.applied;
+      }
+      done(InvalidArgument("the fabric refused " + f.part + ": " + f.status.message()),
+           ::gnmi::SetResponse());
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Device& d = devices_[target];
+      d.config = config;
+      d.applied = r.applied;
+      ++sets_applied_;
+    }
+    done(Status::Ok(), std::move(resp));
+  });
+}
+
+Status WireConfig::Get(const ::gnmi::GetRequest& request, ::gnmi::GetResponse* response) const {
+  const std::string target = request.prefix().target();
+  Status st = CheckTarget(target, switches_);
+  if (!st.ok()) return st;
+  v1::DeviceState state;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = devices_.find(target);
+    state =
+        request.type() == ::gnmi::GetRequest::OPERATIONAL ? it->second.applied : it->second.config;
+  }
+  state.set_device(target);
+  return sgnmi::EncodeGetResponse(request, sgnmi::Canonical(state), WallNs(), response);
+}
+
+void WireConfig::SetLearned(const std::string& device, v1::DeviceState learned) {
+  if (!IsSwitch(device)) return;
+  learned.set_device(device);
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Device& d = devices_[device];
+    d.learned = std::move(learned);
+    post = !d.learned_pending;
+    d.learned_pending = true;
+  }
+  if (post) run_([this, device](Fabric&) { ApplyLearned(device); });
+}
+
+void WireConfig::ApplyLearned(const std::string& device) {
+  v1::DeviceState merged;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Device& d = devices_[device];
+    d.learned_pending = false;
+    merged = Merge(d.config, d.learned);
+  }
+  loom::southbound::ApplyResult r = driver_->ApplyNow(merged);
+  std::lock_guard<std::mutex> lock(mu_);
+  devices_[device].applied = r.applied;
+}
+
+v1::DeviceState WireConfig::Configured(const std::string& device) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = devices_.find(device);
+  return it == devices_.end() ? v1::DeviceState() : it->second.config;
+}
+
+v1::DeviceState WireConfig::Applied(const std::string& device) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = devices_.find(device);
+  return it == devices_.end() ? v1::DeviceState() : it->second.applied;
+}
+
+uint64_t WireConfig::sets_applied() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sets_applied_;
+}
+
+}  // namespace loom::sim

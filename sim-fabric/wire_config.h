@@ -1,0 +1,100 @@
+// The configuration the emulator's wire protocols own, per switch, and how it
+// reaches the fabric.
+//
+// Role: each switch of the emulator has two sources of configuration, as a
+// real switch does: what gNMI Set wrote (the intended config, every part of
+// the "loom" schema, southbound/gnmi/gnmi_config.h) and what its BGP-DPF
+// sessions taught it (colors, colored routes and link-bandwidth weights,
+// sim-fabric/wire_bgp.h). WireConfig keeps both, merges them (BGP-learned
+// entries win over gNMI entries with the same key: color id, (destination,
+// traffic class), destination) and applies the merged DeviceState to the
+// fabric with InProcessDriver::ApplyNow — the one DeviceState -> Fabric
+// mapping.
+//
+// gNMI semantics: Set validates with the southbound codec (ApplySetRequest:
+// INVALID_ARGUMENT for bad paths/values, nothing applied), applies on the
+// fabric thread and completes once the fabric runs it; if the fabric refuses
+// a part, the previous state is restored and the Set fails with the fabric's
+// status (transaction). Get with type CONFIG answers the gNMI-written config;
+// type OPERATIONAL answers what the fabric runs (merged, BGP-learned
+// included) — that is how a client confirms BGP programming over gNMI.
+// Unknown device -> NOT_FOUND.
+//
+// Trigger: gRPC handlers (Set/Get) and the BGP leaves (SetLearned).
+// Thread: public methods are thread-safe; the fabric is touched only inside
+// closures handed to `run` (FabricLoop::Post in loom-fabric), and Set's
+// `done` is called on that thread.
+#ifndef LOOM_SIM_FABRIC_WIRE_CONFIG_H_
+#define LOOM_SIM_FABRIC_WIRE_CONFIG_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "common/status.h"
+#include "gnmi/gnmi.pb.h"
+#include "loom/v1/device_state.pb.h"
+#include "loom/v1/topology.pb.h"
+#include "sim-fabric/fabric.h"
+#include "sim-fabric/inprocess_driver.h"
+#include "southbound/gnmi/gnmi_config.h"
+
+namespace loom::sim {
+
+class WireConfig {
+ public:
+  // Runs a closure on the fabric's thread (FabricLoop::Post).
+  using Runner = std::function<void(std::function<void(Fabric&)>)>;
+
+  // `fabric` must outlive this object; it is only touched through `run`.
+  WireConfig(Fabric* fabric, const loom::v1::Topology& topo, Runner run,
+             loom::southbound::gnmi::CodecLimits limits = {});
+  WireConfig(const WireConfig&) = delete;
+  WireConfig& operator=(const WireConfig&) = delete;
+
+  bool IsSwitch(const std::string& device) const { return switches_.count(device) > 0; }
+
+  // gNMI Set for the device in request.prefix.target. `done` is called once
+  // (on the fabric thread, or at once for a request rejected up front).
+  void Set(const ::gnmi::SetRequest& request,
+           std::function<void(Status, ::gnmi::SetResponse)> done);
+  // gNMI Get of the config schema (origin "loom"): CONFIG or OPERATIONAL view.
+  Status Get(const ::gnmi::GetRequest& request, ::gnmi::GetResponse* response) const;
+
+  // Replaces the BGP-learned colors/routes/weights of `device` and applies
+  // the merged state (coalesced: a burst of calls programs the fabric once).
+  void SetLearned(const std::string& device, loom::v1::DeviceState learned);
+
+  // Snapshots (any thread).
+  loom::v1::DeviceState Configured(const std::string& device) const;
+  loom::v1::DeviceState Applied(const std::string& device) const;
+  uint64_t sets_applied() const;
+
+ private:
+  struct Device {
+    loom::v1::DeviceState config;   // gNMI-written, canonical.
+    loom::v1::DeviceState learned;  // BGP-learned (colors, routes, weights).
+    loom::v1::DeviceState applied;  // What ApplyNow reported.
+    bool learned_pending = false;
+  };
+  static loom::v1::DeviceState Merge(const loom::v1::DeviceState& config,
+                                     const loom::v1::DeviceState& learned);
+  // Fabric thread, mu_ not held by the caller.
+  void ApplyLearned(const std::string& device);
+
+  const std::set<std::string> switches_;
+  const Runner run_;
+  const loom::southbound::gnmi::CodecLimits limits_;
+  std::unique_ptr<InProcessDriver> driver_;  // Fabric thread only (ApplyNow).
+
+  mutable std::mutex mu_;
+  std::map<std::string, Device> devices_;  // guarded by mu_
+  uint64_t sets_applied_ = 0;              // guarded by mu_
+};
+
+}  // namespace loom::sim
+
+#endif  // LOOM_SIM_FABRIC_WIRE_CONFIG_H_
