@@ -12,6 +12,7 @@
 
 #include "api/loomctl/table.h"
 #include "common/flags.h"
+#include "common/text.h"
 #include "loom/v1/fabric_service.grpc.pb.h"
 #include "loom/v1/scheduler_service.grpc.pb.h"
 
@@ -88,26 +89,8 @@ int Report(const grpc::Status& s, const Ctx& ctx) {
               << "\n         is loomd running? (set --server or LOOM_SERVER)\n";
     return 3;
   }
-  static const char* const kCodes[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  int code = s.error_code();
-  std::cerr << "loomctl: " << (code >= 0 && code <= 16 ? kCodes[code] : "ERROR") << ": "
-            << s.error_message() << "\n";
+  std::cerr << "loomctl: " << loom::StatusCodeName(s.error_code()) << ": " << s.error_message()
+            << "\n";
   return 1;
 }
 

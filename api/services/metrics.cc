@@ -11,29 +11,9 @@
 #include <sstream>
 #include <vector>
 
-namespace loom::api {
+#include "common/text.h"
 
-const char* GrpcCodeName(int code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  if (code < 0 || code > 16) return "UNKNOWN";
-  return kNames[code];
-}
+namespace loom::api {
 
 GrpcMetrics::GrpcMetrics(prometheus::Registry& registry, std::set<std::string> known_methods)
     : known_methods_(std::move(known_methods)),
@@ -49,7 +29,7 @@ GrpcMetrics::GrpcMetrics(prometheus::Registry& registry, std::set<std::string> k
 void GrpcMetrics::Record(const std::string& method, int code, double seconds) {
   static const std::string kUnknown = "unknown";
   const std::string& m = known_methods_.count(method) ? method : kUnknown;
-  requests_.Add({{"method", m}, {"code", GrpcCodeName(code)}}).Increment();
+  requests_.Add({{"method", m}, {"code", loom::StatusCodeName(code)}}).Increment();
   static const prometheus::Histogram::BucketBoundaries kBuckets{
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
       0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};

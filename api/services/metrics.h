@@ -48,9 +48,6 @@ void RegisterProcessMetrics(prometheus::Registry& registry, const std::string& v
 // Collectable exposing process metrics; registered with the Exposer.
 std::shared_ptr<prometheus::Collectable> MakeProcessCollector();
 
-// Name of a gRPC status code as Prometheus label ("OK", "INVALID_ARGUMENT").
-const char* GrpcCodeName(int code);
-
 }  // namespace loom::api
 
 #endif  // LOOM_API_SERVICES_METRICS_H_

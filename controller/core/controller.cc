@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "controller/core/job_validation.h"
 
 namespace loom::controller {
@@ -14,15 +15,6 @@ using google::protobuf::util::TimeUtil;
 namespace v1 = loom::v1;
 
 namespace {
-
-uint64_t Fnv1a(const std::string& bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 std::string EventTypeLabel(v1::EventType t) {
   std::string name = v1::EventType_Name(t);
@@ -310,7 +302,7 @@ bool Controller::Replay(const std::string& method, const std::string& request_id
   auto it = requests_.find(request_id);
   if (it == requests_.end()) return false;
   if (it->second.method != method ||
-      it->second.request_hash != Fnv1a(request.SerializeAsString())) {
+      it->second.request_hash != Fnv1a64(request.SerializeAsString())) {
     *status =
         InvalidArgument("request_id: \"" + request_id +
                         "\" was already used for a different request (" + it->second.method + ")");
@@ -328,7 +320,7 @@ void Controller::Remember(Mutation& m, const std::string& method, const std::str
                           const google::protobuf::Message& request,
                           const google::protobuf::Message& response) {
   if (request_id.empty()) return;
-  m.requests.push_back({request_id, method, Fnv1a(request.SerializeAsString()),
+  m.requests.push_back({request_id, method, Fnv1a64(request.SerializeAsString()),
                         response.SerializeAsString(),
                         m.events.empty() ? next_revision_ : m.events.back().revision()});
 }

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <numeric>
 
+#include "common/text.h"
+
 namespace loom::te {
 
 namespace v1 = loom::v1;
@@ -12,15 +14,6 @@ namespace v1 = loom::v1;
 namespace {
 
 constexpr double kEps = 1e-9;
-
-uint64_t Fnv(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 std::string Percent(double u) {
   char buf[32];
@@ -235,7 +228,7 @@ class Solver {
     for (size_t u : order) {
       const Candidate* best = nullptr;
       std::tuple<double, double, uint64_t> best_key;
-      uint64_t rot = Fnv(units_[u].dst_nic);
+      uint64_t rot = Fnv1a64(units_[u].dst_nic);
       for (const auto& c : candidates_[u]) {
         auto [mx, sq] = Score(c);
         std::tuple<double, double, uint64_t> key{

@@ -19,24 +19,11 @@ import urllib.request
 
 import grpc
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loomd_harness import generate_messages, unary  # noqa: E402
+
 ARGS = None
 pb = {}
-
-
-def generate_messages(proto_dir):
-    out = tempfile.mkdtemp(prefix="loom-pyproto-")
-    protos = [os.path.join("loom/v1", f) for f in sorted(os.listdir(os.path.join(proto_dir, "loom/v1")))
-              if f.endswith(".proto")]
-    subprocess.check_call(["protoc", "-I", proto_dir, "--python_out", out] + protos)
-    sys.path.insert(0, out)
-    from loom.v1 import scheduler_service_pb2, fabric_service_pb2  # noqa
-    pb.update(sched=scheduler_service_pb2, fabric=fabric_service_pb2)
-
-
-def call(channel, service, method, request, response_cls):
-    return channel.unary_unary("/loom.v1.%s/%s" % (service, method),
-                               request_serializer=lambda m: m.SerializeToString(),
-                               response_deserializer=response_cls.FromString)(request, timeout=10)
 
 
 class EmbeddedEmulatorTest(unittest.TestCase):
@@ -57,7 +44,7 @@ class EmbeddedEmulatorTest(unittest.TestCase):
                 info = json.load(f)
             ch = grpc.insecure_channel("127.0.0.1:%d" % info["grpc_port"])
             s, f = pb["sched"], pb["fabric"]
-            jobs = call(ch, "SchedulerService", "ListJobs", s.ListJobsRequest(), s.ListJobsResponse)
+            jobs = unary(ch, "SchedulerService", "ListJobs", s.ListJobsRequest(), s.ListJobsResponse)
             self.assertEqual([j.job_id for j in jobs.jobs], ["ring-small"])
             job = jobs.jobs[0]
             self.assertTrue(job.status.assignment.routes, "TELB pinned the job's destinations")
@@ -66,7 +53,7 @@ class EmbeddedEmulatorTest(unittest.TestCase):
             busiest = 0.0
             deadline = time.monotonic() + 30
             while busiest <= 0.01 and time.monotonic() < deadline:
-                links = call(ch, "FabricService", "ListLinks", f.ListLinksRequest(device="spine0"),
+                links = unary(ch, "FabricService", "ListLinks", f.ListLinksRequest(device="spine0"),
                              f.ListLinksResponse)
                 for l in links.links:
                     for dr in l.directions:
@@ -92,5 +79,5 @@ if __name__ == "__main__":
     parser.add_argument("--proto-dir", required=True)
     parser.add_argument("--scenario", required=True)
     ARGS, rest = parser.parse_known_args()
-    generate_messages(ARGS.proto_dir)
+    pb.update(generate_messages(ARGS.proto_dir))
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

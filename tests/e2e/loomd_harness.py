@@ -3,8 +3,31 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
+
+
+def generate_messages(proto_dir):
+    """Generates Python message classes for the loom.v1 protos (protoc
+    --python_out) and returns the loom.v1 package modules by short name."""
+    out = tempfile.mkdtemp(prefix="loom-pyproto-")
+    protos = [os.path.join("loom/v1", f)
+              for f in sorted(os.listdir(os.path.join(proto_dir, "loom/v1")))
+              if f.endswith(".proto")]
+    subprocess.check_call(["protoc", "-I", proto_dir, "--python_out", out] + protos)
+    sys.path.insert(0, out)
+    from loom.v1 import event_pb2, fabric_service_pb2, job_pb2, scheduler_service_pb2  # noqa
+    return dict(job=job_pb2, sched=scheduler_service_pb2, fabric=fabric_service_pb2,
+                event=event_pb2)
+
+
+def unary(channel, service, method, request, response_cls):
+    """Calls loom.v1.<service>/<method> with grpcio's generic channel API."""
+    call = channel.unary_unary("/loom.v1.%s/%s" % (service, method),
+                               request_serializer=lambda m: m.SerializeToString(),
+                               response_deserializer=response_cls.FromString)
+    return call(request, timeout=10)
 
 
 class Loomd:

@@ -7,35 +7,16 @@ Python scheduler plugin would. Health and reflection are checked on the wire.
 """
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
 
 import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loomd_harness import Loomd  # noqa: E402
+from loomd_harness import Loomd, generate_messages, unary  # noqa: E402
 
 ARGS = None
 pb = {}
-
-
-def generate_messages(proto_dir):
-    out = tempfile.mkdtemp(prefix="loom-pyproto-")
-    protos = [os.path.join("loom/v1", f) for f in sorted(os.listdir(os.path.join(proto_dir, "loom/v1")))
-              if f.endswith(".proto")]
-    subprocess.check_call(["protoc", "-I", proto_dir, "--python_out", out] + protos)
-    sys.path.insert(0, out)
-    from loom.v1 import job_pb2, scheduler_service_pb2, fabric_service_pb2, event_pb2  # noqa
-    pb.update(job=job_pb2, sched=scheduler_service_pb2, fabric=fabric_service_pb2, event=event_pb2)
-
-
-def unary(channel, service, method, request, response_cls):
-    call = channel.unary_unary("/loom.v1.%s/%s" % (service, method),
-                               request_serializer=lambda m: m.SerializeToString(),
-                               response_deserializer=response_cls.FromString)
-    return call(request, timeout=10)
 
 
 class PythonClientTest(unittest.TestCase):
@@ -132,7 +113,7 @@ def main():
     parser.add_argument("--proto-dir", required=True)
     parser.add_argument("--topology", required=True)
     ARGS, rest = parser.parse_known_args()
-    generate_messages(ARGS.proto_dir)
+    pb.update(generate_messages(ARGS.proto_dir))
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

@@ -1,0 +1,19 @@
+// Small helpers shared by every module: status code names, stable hashing.
+#ifndef LOOM_COMMON_TEXT_H_
+#define LOOM_COMMON_TEXT_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace loom {
+
+// "OK", "INVALID_ARGUMENT", ... for a gRPC / loom::StatusCode number
+// (0..16); "UNKNOWN" outside that range.
+const char* StatusCodeName(int code);
+
+// 64-bit FNV-1a: a stable hash (same value on every run and machine).
+uint64_t Fnv1a64(std::string_view bytes);
+
+}  // namespace loom
+
+#endif  // LOOM_COMMON_TEXT_H_
