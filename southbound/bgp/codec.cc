@@ -393,6 +393,16 @@ bool DecodeAttribute(uint8_t flags, uint8_t type, ByteView v, AttrContext* ctx,
       if (!v.empty()) return false;
       a.atomic_aggregate = true;
       return true;
+    case attr::kAggregator:
+      // RFC 6793 §3 / RFC 7606 §7.7: AS (2 or 4 octets, per the session) + BGP ID.
+      return v.size() == (ctx->options->four_octet_as ? 8u : 6u);
+    case attr::kAs4Aggregator:
+      // RFC 6793 §3: a NEW speaker (4-octet AS session) discards AS4_* attributes.
+      return v.size() == 8 && !ctx->options->four_octet_as;
+    case attr::kAs4Path: {
+      std::vector<AsSegment> segs;
+      return !ctx->options->four_octet_as && DecodeAsPath(v, /*four_octet=*/true, &segs);
+    }
     case attr::kCommunities: {
       if (v.size() % 4 != 0) return false;
       while (r.left() > 0) {

@@ -336,6 +336,24 @@ TEST(Rfc7606Test, TreatAsWithdrawCases) {
   ExpectTreatAsWithdraw(With({0xc0}), "truncated attribute header");
 }
 
+TEST(Rfc7606Test, AggregatorLengthsAndAs4AttributesOnFourOctetSessions) {
+  // Decode() uses a 4-octet-AS session. RFC 7606 §7.7: AGGREGATOR is 8 bytes
+  // there, else discarded; RFC 6793 §3: a NEW speaker discards AS4_PATH and
+  // AS4_AGGREGATOR. Found by the exabgp interop test.
+  Decoded d = Decode(RawUpdate({}, With({0xc0, 7, 2, 0, 1}), kNlri));
+  ASSERT_TRUE(d.ok);
+  EXPECT_FALSE(d.msg.update.treat_as_withdraw);
+  EXPECT_EQ(d.msg.update.discarded_attributes, std::vector<uint8_t>{attr::kAggregator});
+  EXPECT_TRUE(d.msg.update.attrs.unknown.empty());
+  d = Decode(RawUpdate({}, With({0xc0, 18, 8, 0, 0, 0, 1, 10, 0, 0, 1}), kNlri));
+  ASSERT_TRUE(d.ok);
+  EXPECT_EQ(d.msg.update.discarded_attributes, std::vector<uint8_t>{attr::kAs4Aggregator});
+  d = Decode(RawUpdate({}, With({0xc0, 7, 8, 0, 0, 0xfd, 0xe8, 10, 0, 0, 1}), kNlri));
+  ASSERT_TRUE(d.ok);
+  EXPECT_TRUE(d.msg.update.discarded_attributes.empty());
+  ASSERT_EQ(d.msg.update.attrs.unknown.size(), 1u);  // a well-formed AGGREGATOR is kept
+}
+
 TEST(Rfc7606Test, AttributeDiscardCases) {
   Decoded d = Decode(RawUpdate({}, With({0x80, 26, 3, 1, 0, 5}), kNlri));
   ASSERT_TRUE(d.ok);

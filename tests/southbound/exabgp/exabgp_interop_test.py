@@ -425,9 +425,9 @@ def main():
             ("AIGP TLV length 5", "[ 0x1a 0x80 0x0100050000 ]", "aigp", None, False),
             ("ATOMIC_AGGREGATE length 1", "[ 0x06 0x40 0x00 ]", "atomic_aggregate", None, False),
             # RFC 7606 §7.7: AGGREGATOR must be 8 bytes on a 4-octet-AS session.
-            ("AGGREGATOR length 2", "[ 0x07 0xc0 0x0001 ]", None, 7, True),
+            ("AGGREGATOR length 2", "[ 0x07 0xc0 0x0001 ]", None, 7, False),
             # RFC 7606 §7.7 / RFC 6793: AS4_AGGREGATOR must be 8 bytes.
-            ("AS4_AGGREGATOR length 3", "[ 0x12 0xc0 0x000001 ]", None, 18, True),
+            ("AS4_AGGREGATOR length 3", "[ 0x12 0xc0 0x000001 ]", None, 18, False),
         ]
         xfails = []
         for k, (name, attr, field, utype, known) in enumerate(discard_cases):
