@@ -1,0 +1,235 @@
+// Closed loop over real wire protocols: `loom-fabric` runs as a separate
+// process (gNMI target + BGP-DPF leaves); this process is Loom's southbound
+// (BgpDriver peering with every leaf, GnmiDriver on the target). A job's
+// traffic must follow the color Loom programs over BGP, as seen through the
+// emulator's gNMI telemetry.
+//
+//   spine0      spine1          color 65536 = spine0 (leaf0:Ethernet0)
+//     |  \      /  |            color 65537 = spine1 (leaf0:Ethernet1)
+//     |   \    /   |
+//   leaf0    leaf1              flow host000-gpu0 -> host002-gpu0 (class 3)
+//   host000  host002
+#include <google/protobuf/util/json_util.h>
+#include <stdlib.h>
+
+#include "gtest/gtest.h"
+#include "tests/southbound/wire/wire_harness.h"
+
+namespace loom::wiretest {
+namespace {
+
+namespace v1 = loom::v1;
+
+constexpr uint32_t kSpine0Color = bgp::kFabricColorBase;
+constexpr uint32_t kSpine1Color = bgp::kFabricColorBase + 1;
+constexpr char kDest[] = "host002-nic0";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class WireLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/loom-wire-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    const std::string topo_json =
+        ReadFile(std::string(LOOM_SOURCE_DIR) + "/deploy/examples/topology-small.json");
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(topo_json, &topo_).ok());
+    std::ofstream(dir_ + "/topology.json") << topo_json;
+    std::ofstream(dir_ + "/scenario.json") << R"({
+  "name": "wire-loop",
+  "topologyFile": "topology.json",
+  "engine": {"stepNs": "1000", "seed": "7", "sampleNs": "100000"},
+  "switchModes": [{"device": "*", "mode": "static", "hashDestQp": true}],
+  "jobs": [{"id": "train", "tenant": "blue", "collective": "incast",
+            "ranks": ["host002-gpu0", "host000-gpu0"], "messageBytes": 1e13,
+            "qpsPerConnection": 1, "iterations": 1000, "priority": 3, "maxRate": "100G"}],
+  "faults": [)" + Faults() + R"(]
+})";
+    std::string error;
+    ASSERT_TRUE(
+        fabric_.Start(LOOM_FABRIC_BIN, dir_ + "/scenario.json", dir_, {"--speed", "0"}, &error))
+        << error;
+    ASSERT_EQ(fabric_.bgp_ports().size(), 2u);
+    loom_ = std::make_unique<LoomSide>(topo_, fabric_);
+    ASSERT_TRUE(loom_->start_status().ok()) << loom_->start_status().message();
+    client_ = std::make_unique<GnmiClient>(fabric_.gnmi_address());
+    ASSERT_EQ(loom_->sessions(), 4u);  // 2 leaves x 2 colors
+    ASSERT_TRUE(WaitFor([&] { return loom_->Established() == 4; }))
+        << "BGP sessions up: " << loom_->Established();
+  }
+  virtual std::string Faults() const { return ""; }
+  void TearDown() override {
+    loom_.reset();
+    fabric_.Stop();
+  }
+
+  // leaf0's desired state: both colors, one colored route towards host002.
+  v1::DeviceState Leaf0(uint32_t color, uint32_t backup, uint64_t generation) {
+    v1::DeviceState s;
+    s.set_device("leaf0");
+    s.set_generation(generation);
+    auto* c0 = s.add_colors();
+    c0->set_color(kSpine0Color);
+    c0->add_next_hops("spine0");
+    auto* c1 = s.add_colors();
+    c1->set_color(kSpine1Color);
+    c1->add_next_hops("spine1");
+    auto* r = s.add_routes();
+    r->set_destination(kDest);
+    r->set_color(color);
+    r->set_backup_color(backup);
+    r->set_job_id("train");
+    r->set_traffic_class(3);
+    loom_->plan().FillPrefixes(&s);
+    s.mutable_dlb()->set_mode(v1::DLB_MODE_FLOWLET);
+    s.mutable_dlb()->set_inactivity_interval_ns(50000);
+    auto* alb = s.add_alb_tables();
+    alb->set_group("leaf1");
+    for (int i = 0; i < 8; ++i) alb->add_buckets(i % 2 ? "spine1" : "spine0");
+    return s;
+  }
+
+  // Applies `s` over BGP and gNMI, then waits until leaf0 runs the route.
+  void ApplyAndConfirm(const v1::DeviceState& s) {
+    auto rb = LoomSide::ApplySync(loom_->bgp_driver(), s);
+    for (const auto& f : rb.failures)
+      ADD_FAILURE() << "bgp " << f.part << ": " << f.status.message();
+    auto rg = LoomSide::ApplySync(loom_->gnmi_driver(), s);
+    for (const auto& f : rg.failures) {
+      ADD_FAILURE() << "gnmi " << f.part << ": " << f.status.message();
+    }
+    EXPECT_EQ(rg.applied.dlb().mode(), v1::DLB_MODE_FLOWLET);
+    EXPECT_EQ(rg.applied.alb_tables_size(), 1);
+    const uint32_t want = s.routes(0).color();
+    const uint32_t backup = s.routes(0).backup_color();
+    v1::DeviceState op;
+    ASSERT_TRUE(WaitFor([&] {
+      op.Clear();
+      if (!client_->Operational("leaf0", sg::kAllParts, &op).ok()) return false;
+      for (const auto& r : op.routes()) {
+        if (r.destination() == kDest && r.color() == want && r.backup_color() == backup) {
+          return true;
+        }
+      }
+      return false;
+    })) << "leaf0 runs: "
+        << op.DebugString();
+    EXPECT_EQ(op.dlb().mode(), v1::DLB_MODE_FLOWLET);
+    ASSERT_EQ(op.routes_size(), 1);
+    EXPECT_EQ(op.routes(0).traffic_class(), 3u);
+    EXPECT_EQ(op.routes(0).prefix(), loom_->plan().PrefixOf(kDest));
+  }
+
+  // Waits until the job moved `settle` bytes on `on`, then measures a window
+  // of at least `bytes` on `on`; returns the bytes `off` sent meanwhile.
+  void ExpectTrafficOnly(const std::string& on, const std::string& off) {
+    constexpr int64_t kSettle = 20'000'000, kWindow = 100'000'000;
+    int64_t on0 = client_->OutOctets("leaf0", on);
+    ASSERT_GE(on0, 0);
+    ASSERT_TRUE(WaitFor([&] { return client_->OutOctets("leaf0", on) - on0 > kSettle; }))
+        << "no traffic on leaf0:" << on;
+    const int64_t off1 = client_->OutOctets("leaf0", off);
+    const int64_t on1 = client_->OutOctets("leaf0", on);
+    int64_t on2 = on1;
+    ASSERT_TRUE(WaitFor([&] {
+      on2 = client_->OutOctets("leaf0", on);
+      return on2 - on1 > kWindow;
+    }));
+    const int64_t off2 = client_->OutOctets("leaf0", off);
+    EXPECT_LE(off2 - off1, (on2 - on1) / 100)
+        << "leaf0:" << off << " still carries traffic (" << off2 - off1 << " B vs " << on2 - on1
+        << " B on " << on << ")";
+  }
+
+  std::string dir_;
+  v1::Topology topo_;
+  FabricProcess fabric_;
+  std::unique_ptr<LoomSide> loom_;
+  std::unique_ptr<GnmiClient> client_;
+};
+
+TEST_F(WireLoopTest, TrafficFollowsBgpColorAndRecolorMovesIt) {
+  ApplyAndConfirm(Leaf0(kSpine0Color, kSpine1Color, 1));
+  ExpectTrafficOnly("Ethernet0", "Ethernet1");
+  ApplyAndConfirm(Leaf0(kSpine1Color, kSpine0Color, 2));
+  ExpectTrafficOnly("Ethernet1", "Ethernet0");
+}
+
+// leaf0's link to spine0 is down from the start: the route's primary color
+// has no live member, its backup color (learned from the backup sessions,
+// worse AIGP) carries the traffic.
+class WireLoopLinkDownTest : public WireLoopTest {
+ protected:
+  std::string Faults() const override {
+    return R"({"atNs": "0", "kind": "link-down", "target": "leaf0:Ethernet0--spine0:Ethernet0"})";
+  }
+};
+
+TEST_F(WireLoopLinkDownTest, PrimaryColorLinkDownUsesBackupColor) {
+  ApplyAndConfirm(Leaf0(kSpine0Color, kSpine1Color, 1));
+  v1::DeviceState op;
+  ASSERT_TRUE(client_->Operational("leaf0", sg::Mask(sg::Part::kColors), &op).ok());
+  ASSERT_EQ(op.colors_size(), 2);  // Both colors learned from their sessions.
+  ExpectTrafficOnly("Ethernet1", "Ethernet0");
+}
+
+TEST_F(WireLoopTest, InvalidSetIsRejectedAndNothingApplied) {
+  ApplyAndConfirm(Leaf0(kSpine0Color, kSpine1Color, 1));
+  v1::DlbProfile bad;
+  bad.set_mode(v1::DLB_MODE_PER_PACKET);
+  bad.set_inactivity_interval_ns(1'000'000'000'000);  // Beyond the codec's limit.
+  gnmi::SetRequest req;
+  req.mutable_prefix()->set_origin(sg::kOrigin);
+  req.mutable_prefix()->set_target("leaf0");
+  auto* u = req.add_replace();
+  u->mutable_path()->add_elem()->set_name("dlb");
+  u->mutable_path()->add_elem()->set_name("config");
+  u->mutable_val()->set_json_ietf_val(sg::ConfigJson(bad));
+  EXPECT_EQ(client_->Set(req).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // Unknown path, unknown switch.
+  gnmi::SetRequest unknown = req;
+  unknown.mutable_replace(0)->mutable_path()->mutable_elem(0)->set_name("nope");
+  EXPECT_EQ(client_->Set(unknown).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  gnmi::SetRequest nodev = req;
+  nodev.mutable_prefix()->set_target("leaf9");
+  EXPECT_EQ(client_->Set(nodev).error_code(), grpc::StatusCode::NOT_FOUND);
+  // An ALB table naming a next hop the switch has no link to: the fabric
+  // refuses it, the transaction is rolled back.
+  v1::AlbTable t;
+  t.set_group("leaf1");
+  t.add_buckets("no-such-spine");
+  gnmi::SetRequest alb;
+  alb.mutable_prefix()->set_origin(sg::kOrigin);
+  alb.mutable_prefix()->set_target("leaf0");
+  auto* a = alb.add_replace();
+  for (const char* e : {"alb", "groups"}) a->mutable_path()->add_elem()->set_name(e);
+  auto* g = a->mutable_path()->add_elem();
+  g->set_name("group");
+  (*g->mutable_key())["name"] = "leaf1";
+  a->mutable_path()->add_elem()->set_name("config");
+  a->mutable_val()->set_json_ietf_val(sg::ConfigJson(t));
+  EXPECT_EQ(client_->Set(alb).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // Nothing of it was applied: the config Get still has the flowlet profile
+  // and the 8-bucket table Loom set.
+  v1::DeviceState read;
+  std::promise<std::pair<Status, v1::DeviceState>> p;
+  loom_->gnmi_driver().Read("leaf0", [&](Status s, v1::DeviceState d) {
+    p.set_value({s, std::move(d)});
+  });
+  auto [st, cfg] = p.get_future().get();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(cfg.dlb().mode(), v1::DLB_MODE_FLOWLET);
+  EXPECT_EQ(cfg.dlb().inactivity_interval_ns(), 50000u);
+  ASSERT_EQ(cfg.alb_tables_size(), 1);
+  EXPECT_EQ(cfg.alb_tables(0).buckets_size(), 8);
+  ExpectTrafficOnly("Ethernet0", "Ethernet1");
+}
+
+}  // namespace
+}  // namespace loom::wiretest
