@@ -59,7 +59,10 @@ struct FabricOptions {
   // and over idle stretches (no traffic at all) in O(1). Step() always does one step.
   // See sim-fabric/README.md ("Hybrid model").
   bool fast_forward = true;
-  TimeNs max_jump_ns = 1 * kNsPerMs;  // longest single fast-forward jump over busy periods
+  // Longest single fast-forward jump over busy periods (counters are exact at every
+  // RunUntil/Advance return anyway; this keeps a sampler that does not stop at its ticks
+  // seeing counters move at least every 10 ms). 0 disables busy jumps.
+  TimeNs max_jump_ns = 10 * kNsPerMs;
 };
 
 // What fast-forwarding skipped (Fabric::fast_forward_stats()).

@@ -9,7 +9,7 @@
 // its own child process so its RSS is its own.
 //
 //   sim_fabric_bench [--gpus 256,1024,4096] [--duration-us 100000] [--step-ns 1000]
-//                    [--mode hybrid|step] [--max-jump-us 1000] [--qps 1] [--digest]
+//                    [--mode hybrid|step] [--max-jump-us 10000] [--qps 1] [--digest]
 //                    [--collective ring-allreduce]
 // --mode hybrid (default) fast-forwards quiescent stretches (FabricOptions::fast_forward);
 // step runs every step. --digest prints a hash of every QP's and interface's counters
@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
       flags.Has("help")) {
     std::fprintf(stderr,
                  "usage: sim_fabric_bench [--gpus 256,1024,4096] [--duration-us 100000] "
-                 "[--step-ns 1000] [--mode hybrid|step] [--max-jump-us 1000] [--qps 1] "
+                 "[--step-ns 1000] [--mode hybrid|step] [--max-jump-us 10000] [--qps 1] "
                  "[--digest] [--collective ring-allreduce]\n%s\n",
                  err.c_str());
     return flags.Has("help") ? 0 : 2;
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   int64_t dur_us = 0, step = 0, qps = 0, max_jump_us = 0;
   if (!flags.GetInt("duration-us", 100000, &dur_us, &err) ||
       !flags.GetInt("step-ns", 1000, &step, &err) || !flags.GetInt("qps", 1, &qps, &err) ||
-      !flags.GetInt("max-jump-us", 1000, &max_jump_us, &err)) {
+      !flags.GetInt("max-jump-us", 10000, &max_jump_us, &err)) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 2;
   }
