@@ -69,7 +69,8 @@ void DcqcnRp::AdvanceTo(TimeNs now) {
       t_ += static_cast<int>(n);
       next_t_ += n * p_.t_ns;
     }
-    for (; next_k_ <= now; next_k_ += p_.k_ns) alpha_ *= (1 - p_.g);
+    for (; next_k_ <= now && alpha_ != 0; next_k_ += p_.k_ns) alpha_ *= (1 - p_.g);
+    if (next_k_ <= now) next_k_ += ((now - next_k_) / p_.k_ns + 1) * p_.k_ns;  // alpha == 0
     return;
   }
   while (true) {

@@ -1,7 +1,10 @@
 // The fabric emulator: a whole RoCEv2 fabric in one object.
 //
-// Fabric is a fluid (flow-level) model stepped at a fixed virtual-time step
-// (FabricOptions::step_ns, default 1 us). Each step:
+// Fabric is a hybrid fluid (flow-level) model: stepped at a fixed virtual-time step
+// (FabricOptions::step_ns, default 1 us) wherever anything non-linear happens, and
+// fast-forwarded (RunUntil/RunUntilJobsDone/Advance) over quiescent stretches — every
+// queue empty, no ECN/PFC/CNP, constant rates — and idle ones, with every counter
+// advanced as stepping would (FabricOptions::fast_forward). Each step:
 //   1. due events fire in time order: CNP arrivals at senders, PFC frames at
 //      upstream egress queues, faults, job iteration starts;
 //   2. every NIC shares its line rate fairly (water-filling) among its active
