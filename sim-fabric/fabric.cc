@@ -1663,7 +1663,8 @@ bool Fabric::Impl::TryFastForward(TimeNs limit) {
   if (bound <= t) return false;
   // Steps at t, t+step, ..., all before `bound` (an event at te runs in the first step
   // with now >= te; RunUntil(limit) stops at the first step time >= limit).
-  const int64_t n_bound = (bound - t + step - 1) / step;
+  // (Clamped so that a limit near the TimeNs maximum cannot overflow.)
+  const int64_t n_bound = (std::min(bound - t, kNever) + step - 1) / step;
   FastForwardStats& st = f->ff_stats_;
   const int64_t max_steps = opt().max_jump_ns / step;
   if (active_qps.empty() && next_q.n == 0 && active_ing.n == 0 && storm_nics.empty() &&

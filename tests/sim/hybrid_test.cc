@@ -6,6 +6,7 @@
 // stepping (here within 1 %; the uncongested ring is in fact exact). Idle stretches
 // (compute gaps) are skipped without running their steps.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -260,6 +261,24 @@ TEST(Hybrid, IdleComputeGapIsSkipped) {
   EXPECT_NEAR(static_cast<double>(st.collective_ns[1]), static_cast<double>(st.collective_ns[0]),
               0.01 * static_cast<double>(st.collective_ns[0]));
   EXPECT_GT(f->flow_hop_updates(), updates);
+}
+
+// Advance never passes its limit (jumps land on the step grid) and copes with a limit at
+// the end of time on an idle fabric.
+TEST(Hybrid, AdvanceStopsAtItsLimit) {
+  auto topo = Clos(2, 2, 4, 100e9, 100e9);
+  FabricOptions o;
+  o.step_ns = 3 * kNsPerUs;
+  auto f = Make(topo, o);
+  f->AddFlow(Nic(0), Nic(5), 50e6);
+  const TimeNs limit = 10 * kNsPerMs + 1;
+  while (f->now() < limit) f->Advance(limit);
+  EXPECT_EQ(f->now(), (limit + o.step_ns - 1) / o.step_ns * o.step_ns);
+  EXPECT_GT(f->fast_forward_stats().jumps, 0u);
+  const TimeNs before = f->now();
+  f->Advance(std::numeric_limits<TimeNs>::max());  // idle: one jump, no overflow
+  EXPECT_GT(f->now(), before);
+  EXPECT_EQ(f->now() % o.step_ns, 0);
 }
 
 // Config writes between runs end a quiescent stretch: a degrade written while the ring
