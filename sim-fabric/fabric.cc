@@ -1633,9 +1633,11 @@ void Fabric::Impl::RunFault(const FaultSpec& fs) {
 
 // ============================================================================ fast-forward
 //
-// Quiescent fast-forward. After kFfStreak consecutive steps in which nothing but linear
+// Quiescent fast-forward. After enough consecutive steps in which nothing but linear
 // progress happened (no event, no reroute, no activation, no QP rate change, no standing
-// queue, no ECN mark, no pause, no drop, no loss, no PFC assertion, no storm), the step
+// queue, no ECN mark, no pause, no drop, no loss, no PFC assertion, no storm) — one more
+// than the longest active path's hop count, since bytes advance one hop per step and every
+// queue serves all it holds, so that everything in flight was sent in those steps — the step
 // pipeline is stationary: every hop carries what its QP sends, every queue serves all it
 // receives, and the next step differs from the last one only by counters growing. The
 // horizon is the number of further steps over which that stays true: bounded by the next
@@ -1649,9 +1651,9 @@ void Fabric::Impl::RunFault(const FaultSpec& fs) {
 // have touched, in the same QP order, and runs the DCQCN timers to the last skipped step.
 
 namespace {
-constexpr int kFfStreak = kMaxHops + 2;  // clean steps before a check (pipeline stationary)
-constexpr int64_t kFfMinJump = 3;        // shorter horizons are stepped
-constexpr int kFfMaxBackoff = 64;        // steps between failed checks, at most
+constexpr int kFfMinStreak = 3;    // clean steps before a check (and path hops + 1 per QP)
+constexpr int64_t kFfMinJump = 3;  // shorter horizons are stepped
+constexpr int kFfMaxBackoff = 64;  // steps between failed checks, at most
 }  // namespace
 
 bool Fabric::Impl::TryFastForward(TimeNs limit) {
@@ -1682,7 +1684,7 @@ bool Fabric::Impl::TryFastForward(TimeNs limit) {
     return true;
   }
   ff_valid = false;
-  if (streak < kFfStreak || t < ff_retry_at) return false;
+  if (streak < kFfMinStreak || t < ff_retry_at) return false;
   // The horizon is computed up to the next event (not the caller's limit nor the maximum
   // jump), so that later calls can continue the stretch without a new check.
   const int64_t n_event = (event_t - t + step - 1) / step;
@@ -1734,6 +1736,9 @@ int64_t Fabric::Impl::QuiescentHorizon(int64_t n_max) {
     if (!qp.local) {
       if (qp.pfs.empty()) continue;              // unreachable: stays so until a reroute
       if (Changed(qp.step_got, beta)) return 0;  // pipeline not stationary
+      for (int pi : qp.pfs) {
+        if (pfs[pi].n + 1 > streak) return 0;  // bytes from before the streak may be in flight
+      }
       if (qp.spray_node >= 0) nmax = std::min(nmax, steps_until(qp.next_spray));
       if (beta > 0 && nics[qp.src].params.enabled && qp.rp.rate_bps() < qp.rp.line_rate_bps()) {
         // RC may rise at the next timer or byte-counter event: stop before either.
