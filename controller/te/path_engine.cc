@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <unordered_map>
 
 #include "common/text.h"
 
@@ -138,14 +139,113 @@ bool FabricGraph::PathEdges(int a, int b, int t, std::vector<int>* edges) const 
 
 namespace {
 
-// Placement state: loads and per-unit paths for each candidate.
+// FabricGraph::PathEdges without its name lookups: in 2-tier fabrics a path is the
+// leaf->top and top->leaf edges, looked up once per (leaf, top) on first use; 3-tier
+// paths are memoized per (source leaf, destination leaf, top).
+class PathCache {
+ public:
+  explicit PathCache(const FabricGraph& g)
+      : g_(g),
+        leaves_(static_cast<size_t>(g.num_leaves())),
+        tops_(static_cast<size_t>(g.num_tops())) {
+    if (g.three_tier()) return;
+    up_.assign(leaves_ * tops_, kUnknown);
+    down_.assign(leaves_ * tops_, kUnknown);
+  }
+  bool Get(int a, int b, int t, std::vector<int>* edges) {
+    if (g_.three_tier()) {
+      uint64_t key = (static_cast<uint64_t>(a) * leaves_ + static_cast<uint64_t>(b)) * tops_ +
+                     static_cast<uint64_t>(t);
+      auto it = memo_.find(key);
+      if (it == memo_.end()) {
+        std::vector<int> e;
+        bool ok = g_.PathEdges(a, b, t, &e);
+        it = memo_.emplace(key, std::make_pair(ok, std::move(e))).first;
+      }
+      *edges = it->second.second;
+      return it->second.first;
+    }
+    edges->clear();
+    if (a == b) return true;
+    int up = Lookup(&up_, a, t, true);
+    int down = Lookup(&down_, b, t, false);
+    if (up < 0 || down < 0) return false;
+    edges->push_back(up);
+    edges->push_back(down);
+    return true;
+  }
+
+ private:
+  static constexpr int kUnknown = -2;
+
+  int Lookup(std::vector<int>* table, int leaf, int t, bool upward) {
+    int& slot = (*table)[static_cast<size_t>(leaf) * tops_ + static_cast<size_t>(t)];
+    if (slot == kUnknown) {
+      int e = upward ? g_.Edge(g_.leaf(leaf), g_.top(t)) : g_.Edge(g_.top(t), g_.leaf(leaf));
+      slot = e >= 0 && g_.capacity(e) > 0 ? e : -1;
+    }
+    return slot;
+  }
+
+  const FabricGraph& g_;
+  size_t leaves_, tops_;
+  // [leaf * tops + top] -> live edge, -1 when missing or dead, kUnknown before first use.
+  std::vector<int> up_, down_;
+  std::unordered_map<uint64_t, std::pair<bool, std::vector<int>>> memo_;
+};
+
+// Maximum of per-edge utilizations with the edge that holds it (the lowest index
+// among equal values): O(log E) update, O(1) query.
+class MaxTree {
+ public:
+  explicit MaxTree(int n) : size_(1) {
+    while (size_ < n) size_ *= 2;
+    val_.assign(2 * static_cast<size_t>(size_), -1.0);
+    idx_.assign(2 * static_cast<size_t>(size_), -1);
+    for (int i = 0; i < n; ++i) idx_[static_cast<size_t>(size_ + i)] = i;
+  }
+  void Set(int i, double v) {
+    size_t p = static_cast<size_t>(size_ + i);
+    val_[p] = v;
+    for (p /= 2; p >= 1; p /= 2) {
+      size_t l = 2 * p, r = l + 1;
+      bool left = val_[l] >= val_[r];
+      val_[p] = left ? val_[l] : val_[r];
+      idx_[p] = left ? idx_[l] : idx_[r];
+    }
+  }
+  // Sets every value at once (values.size() <= n), O(n).
+  void Build(const std::vector<double>& values) {
+    for (size_t i = 0; i < values.size(); ++i) val_[static_cast<size_t>(size_) + i] = values[i];
+    for (size_t p = static_cast<size_t>(size_) - 1; p >= 1; --p) {
+      size_t l = 2 * p, r = l + 1;
+      bool left = val_[l] >= val_[r];
+      val_[p] = left ? val_[l] : val_[r];
+      idx_[p] = left ? idx_[l] : idx_[r];
+    }
+  }
+  double max() const { return val_[1]; }
+  int argmax() const { return idx_[1]; }
+
+ private:
+  int size_;
+  std::vector<double> val_;
+  std::vector<int> idx_;
+};
+
+// Placement state: loads and per-unit paths for each candidate, the units on each edge and
+// the maximum utilization, both kept up to date by Assign.
 class Solver {
  public:
-  Solver(const FabricGraph& g, const std::vector<Unit>& units,
+  Solver(const FabricGraph& g, const std::vector<Unit>& units, PathCache& paths,
          const std::vector<double>* base_load = nullptr)
-      : g_(g), units_(units) {
+      : g_(g), units_(units), tree_(std::max(1, g.num_edges())) {
     load_.assign(static_cast<size_t>(g.num_edges()), 0.0);
     if (base_load && base_load->size() == load_.size()) load_ = *base_load;
+    std::vector<double> util(load_.size());
+    for (int e = 0; e < g.num_edges(); ++e) util[static_cast<size_t>(e)] = Util(e);
+    tree_.Build(util);
+    on_edge_.resize(static_cast<size_t>(g.num_edges()));
     top_.assign(units.size(), -1);
     candidates_.resize(units.size());
     std::vector<int> edges;
@@ -158,17 +258,35 @@ class Solver {
       }
       for (int t : allowed) {
         if (t < 0 || t >= g.num_tops()) continue;
-        Candidate c{t, {}};
+        Candidate c{t, {}, {}};
         bool ok = unit.dst_leaf >= 0;
         for (const auto& [src, rate] : unit.sources) {
           if (!ok) break;
-          if (!g.PathEdges(src, unit.dst_leaf, t, &edges)) {
+          if (!paths.Get(src, unit.dst_leaf, t, &edges)) {
             ok = false;
             break;
           }
           for (int e : edges) c.edge_add.emplace_back(e, rate);
         }
-        if (ok) candidates_[u].push_back(std::move(c));
+        if (!ok) continue;
+        // One entry per edge: the sources of a unit share the edges towards its
+        // destination, and a score must see their summed load.
+        std::sort(c.edge_add.begin(), c.edge_add.end());
+        size_t w = 0;
+        for (size_t i = 0; i < c.edge_add.size(); ++i) {
+          if (w > 0 && c.edge_add[w - 1].first == c.edge_add[i].first) {
+            c.edge_add[w - 1].second += c.edge_add[i].second;
+          } else {
+            c.edge_add[w++] = c.edge_add[i];
+          }
+        }
+        c.edge_add.resize(w);
+        c.edges.reserve(w);
+        for (const auto& [e, r] : c.edge_add) {
+          (void)r;
+          c.edges.push_back(e);
+        }
+        candidates_[u].push_back(std::move(c));
       }
     }
   }
@@ -176,6 +294,7 @@ class Solver {
   struct Candidate {
     int top;
     std::vector<std::pair<int, double>> edge_add;  // (edge, bits/s)
+    std::vector<int> edges;                        // distinct edges of edge_add
   };
 
   const Candidate* Find(size_t u, int top) const {
@@ -185,30 +304,42 @@ class Solver {
     return nullptr;
   }
 
+  // Load only (trial moves); Assign keeps the index and the maximum.
   void Apply(const Candidate* c, double sign) {
     for (const auto& [e, r] : c->edge_add) load_[static_cast<size_t>(e)] += sign * r;
   }
   void Assign(size_t u, const Candidate* c) {
-    if (top_[u] >= 0) Apply(Find(u, top_[u]), -1);
+    if (top_[u] >= 0) {
+      const Candidate* old = Find(u, top_[u]);
+      Apply(old, -1);
+      for (int e : old->edges) {
+        auto& v = on_edge_[static_cast<size_t>(e)];
+        auto it = std::find(v.begin(), v.end(), u);
+        if (it != v.end()) {
+          *it = v.back();
+          v.pop_back();
+        }
+        tree_.Set(e, Util(e));
+      }
+    }
     top_[u] = c ? c->top : -1;
-    if (c) Apply(c, +1);
+    if (c) {
+      Apply(c, +1);
+      for (int e : c->edges) {
+        on_edge_[static_cast<size_t>(e)].push_back(u);
+        tree_.Set(e, Util(e));
+      }
+    }
   }
   double Util(int e) const {
     double cap = g_.capacity(e);
     return cap > 0 ? load_[static_cast<size_t>(e)] / cap : 0;
   }
   double MaxUtil(int* hottest = nullptr) const {
-    double m = 0;
-    int h = -1;
-    for (int e = 0; e < g_.num_edges(); ++e) {
-      double u = Util(e);
-      if (u > m + kEps) {
-        m = u;
-        h = e;
-      }
-    }
+    double m = g_.num_edges() > 0 ? tree_.max() : 0;
+    int h = m > kEps ? tree_.argmax() : -1;
     if (hottest) *hottest = h;
-    return m;
+    return h >= 0 ? m : 0;
   }
   // (max util on the candidate's edges after adding it, sum of squares delta).
   std::pair<double, double> Score(const Candidate& c) const {
@@ -245,6 +376,7 @@ class Solver {
 
   // Moves units off the hottest edge while that lowers the maximum.
   void Improve(const std::vector<bool>& movable, int rounds) {
+    std::vector<size_t> on_hot;
     for (int r = 0; r < rounds; ++r) {
       int hot = -1;
       double global = MaxUtil(&hot);
@@ -252,12 +384,11 @@ class Solver {
       size_t best_u = 0;
       const Candidate* best_c = nullptr;
       double best_after = global - 1e-7;
-      for (size_t u = 0; u < units_.size(); ++u) {
+      on_hot = on_edge_[static_cast<size_t>(hot)];
+      std::sort(on_hot.begin(), on_hot.end());
+      for (size_t u : on_hot) {
         if (!movable[u] || top_[u] < 0) continue;
         const Candidate* cur = Find(u, top_[u]);
-        bool on_hot = std::any_of(cur->edge_add.begin(), cur->edge_add.end(),
-                                  [hot](const auto& p) { return p.first == hot; });
-        if (!on_hot) continue;
         Apply(cur, -1);
         for (const auto& c : candidates_[u]) {
           if (c.top == top_[u]) continue;
@@ -270,9 +401,66 @@ class Solver {
         }
         Apply(cur, +1);
       }
-      if (!best_c) return;
-      Assign(best_u, best_c);
+      if (best_c) {
+        Assign(best_u, best_c);
+      } else if (!Swap(hot, global, movable)) {
+        return;
+      }
     }
+  }
+
+  // A pair move when no single move helps: a unit u leaves the hottest edge for a top
+  // whose path is blocked by exactly one edge, and a unit v on that edge moves away to
+  // make room. Accepted only when every edge it loads stays below the maximum, so the
+  // number of edges at the maximum shrinks (Kempe-chain step of length two).
+  bool Swap(int hot, double global, const std::vector<bool>& movable) {
+    const double limit = global - 1e-7;
+    std::vector<size_t> on_hot = on_edge_[static_cast<size_t>(hot)];
+    std::sort(on_hot.begin(), on_hot.end());
+    std::vector<size_t> on_block;
+    for (size_t u : on_hot) {
+      if (!movable[u] || top_[u] < 0) continue;
+      const Candidate* cur = Find(u, top_[u]);
+      Apply(cur, -1);
+      if (Util(hot) >= limit) {
+        Apply(cur, +1);
+        continue;
+      }
+      for (const auto& c : candidates_[u]) {
+        if (c.top == top_[u]) continue;
+        int block = -1, blocks = 0;
+        for (const auto& [e, r] : c.edge_add) {
+          if ((load_[static_cast<size_t>(e)] + r) / g_.capacity(e) >= limit) {
+            block = e;
+            ++blocks;
+          }
+        }
+        if (blocks != 1) continue;
+        Apply(&c, +1);
+        on_block = on_edge_[static_cast<size_t>(block)];
+        std::sort(on_block.begin(), on_block.end());
+        for (size_t v : on_block) {
+          if (v == u || !movable[v] || top_[v] < 0) continue;
+          const Candidate* vc = Find(v, top_[v]);
+          Apply(vc, -1);
+          if (Util(block) < limit) {
+            for (const auto& d : candidates_[v]) {
+              if (d.top == top_[v] || Score(d).first >= limit) continue;
+              Apply(vc, +1);
+              Apply(&c, -1);
+              Apply(cur, +1);
+              Assign(u, &c);
+              Assign(v, &d);
+              return true;
+            }
+          }
+          Apply(vc, +1);
+        }
+        Apply(&c, -1);
+      }
+      Apply(cur, +1);
+    }
+    return false;
   }
 
   const FabricGraph& g_;
@@ -280,6 +468,8 @@ class Solver {
   std::vector<double> load_;
   std::vector<int> top_;
   std::vector<std::vector<Candidate>> candidates_;
+  std::vector<std::vector<size_t>> on_edge_;  // units placed over each edge
+  MaxTree tree_;
 };
 
 std::vector<size_t> ByDemand(const std::vector<Unit>& units, const std::vector<size_t>& idx) {
@@ -304,7 +494,8 @@ std::vector<size_t> ByDemand(const std::vector<Unit>& units, const std::vector<s
 
 double MaxUtilization(const FabricGraph& g, const std::vector<Unit>& units,
                       const std::vector<int>& top) {
-  Solver s(g, units);
+  PathCache paths(g);
+  Solver s(g, units, paths);
   for (size_t u = 0; u < units.size(); ++u) {
     if (top[u] >= 0) {
       if (const auto* c = s.Find(u, top[u])) s.Assign(u, c);
@@ -317,7 +508,8 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
                       const PlacementParams& params, PlacementMode mode,
                       const std::vector<double>* base_load) {
   // Placement keeping what is current where it is still feasible.
-  Solver keep(g, units, base_load);
+  PathCache paths(g);
+  Solver keep(g, units, paths, base_load);
   std::vector<size_t> free_units;
   std::vector<bool> movable(units.size(), false);
   for (size_t u = 0; u < units.size(); ++u) {
@@ -333,7 +525,7 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
   keep.Improve(movable, params.max_improvement_rounds);
 
   Solver* chosen = &keep;
-  Solver fresh(g, units, base_load);
+  Solver fresh(g, units, paths, base_load);
   bool adopted = false;
   if (mode == PlacementMode::kFull) {
     std::vector<size_t> all;
