@@ -30,9 +30,11 @@
 //     of oscillating;
 //   - otherwise hold.
 // Damping and hysteresis: band differences below min_band_gap never act; a
-// set changes at most once every min_rounds_between_changes rounds; an
-// integer weight moves at most max_weight_step per round and not at all when
-// the move would be smaller than min_weight_delta (rounding jitter).
+// set's quality factors change at most once every min_rounds_between_changes
+// rounds (telemetry must see the effect first); integer weights then walk to
+// their target at most max_weight_step per round, and a set keeps its
+// weights when no target differs by min_weight_delta or more (rounding
+// jitter).
 // Capacity changes (a parallel link down, a next hop down) apply at once and
 // bypass damping: that is failure handling, not balancing.
 // Staleness: a next hop is stale when any path through it is stale; it is
