@@ -69,8 +69,16 @@ void DcqcnRp::AdvanceTo(TimeNs now) {
       t_ += static_cast<int>(n);
       next_t_ += n * p_.t_ns;
     }
-    for (; next_k_ <= now && alpha_ != 0; next_k_ += p_.k_ns) alpha_ *= (1 - p_.g);
-    if (next_k_ <= now) next_k_ += ((now - next_k_) / p_.k_ns + 1) * p_.k_ns;  // alpha == 0
+    if (next_k_ <= now) {
+      const TimeNs n = (now - next_k_) / p_.k_ns + 1;
+      next_k_ += n * p_.k_ns;
+      double a = alpha_;
+      const double decay = 1 - p_.g;
+      if (a != 0) {
+        for (TimeNs i = 0; i < n; ++i) a *= decay;
+      }
+      alpha_ = a;
+    }
     return;
   }
   while (true) {

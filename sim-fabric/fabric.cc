@@ -977,7 +977,9 @@ struct Fabric::Impl {
   // Fast-forward: jumps over idle or quiescent steps (never reaching `limit`'s step or
   // an event's step); returns false when nothing was skipped.
   bool TryFastForward(TimeNs limit);
-  int64_t QuiescentHorizon(int64_t n_max);
+  // Steps over which the state stays linear (0: not quiescent; then `settle` > 0 says how
+  // many more clean steps the longest active path needs before it can be).
+  int64_t QuiescentHorizon(int64_t n_max, int* settle);
   void ApplyJump(int64_t n);
 };
 
@@ -1691,10 +1693,15 @@ bool Fabric::Impl::TryFastForward(TimeNs limit) {
   if (std::min(n_event, max_steps) < kFfMinJump) return false;
   ++st.checks;
   RunDirtyGates();  // what the next step would do first (no event, reroute or poll is due)
-  const int64_t n = QuiescentHorizon(std::min<int64_t>(n_event, int64_t{1} << 40));
+  int settle = 0;
+  const int64_t n = QuiescentHorizon(std::min<int64_t>(n_event, int64_t{1} << 40), &settle);
   if (n < kFfMinJump) {
-    ff_retry_at = t + ff_backoff * step;
-    ff_backoff = std::min(2 * ff_backoff, kFfMaxBackoff);
+    if (settle > 0) {
+      ff_retry_at = t + settle * step;
+    } else {
+      ff_retry_at = t + ff_backoff * step;
+      ff_backoff = std::min(2 * ff_backoff, kFfMaxBackoff);
+    }
     return false;
   }
   ff_backoff = 1;
@@ -1704,8 +1711,9 @@ bool Fabric::Impl::TryFastForward(TimeNs limit) {
   return true;
 }
 
-int64_t Fabric::Impl::QuiescentHorizon(int64_t n_max) {
+int64_t Fabric::Impl::QuiescentHorizon(int64_t n_max, int* settle) {
   const TimeNs t = now(), step = dt();
+  int need_streak = 0;
   double nmax = static_cast<double>(n_max);
   auto steps_until = [&](TimeNs at) {
     return at <= t ? 0.0 : std::ceil(static_cast<double>(at - t) / static_cast<double>(step));
@@ -1736,9 +1744,7 @@ int64_t Fabric::Impl::QuiescentHorizon(int64_t n_max) {
     if (!qp.local) {
       if (qp.pfs.empty()) continue;              // unreachable: stays so until a reroute
       if (Changed(qp.step_got, beta)) return 0;  // pipeline not stationary
-      for (int pi : qp.pfs) {
-        if (pfs[pi].n + 1 > streak) return 0;  // bytes from before the streak may be in flight
-      }
+      for (int pi : qp.pfs) need_streak = std::max(need_streak, pfs[pi].n + 1);
       if (qp.spray_node >= 0) nmax = std::min(nmax, steps_until(qp.next_spray));
       if (beta > 0 && nics[qp.src].params.enabled && qp.rp.rate_bps() < qp.rp.line_rate_bps()) {
         // RC may rise at the next timer or byte-counter event: stop before either.
@@ -1790,6 +1796,12 @@ int64_t Fabric::Impl::QuiescentHorizon(int64_t n_max) {
       }
       if (!keep_above(left0 * (1 - 1e-12))) return 0;
     }
+  }
+  // Bytes sent before the streak may still be in flight on a longer path: check again once
+  // the streak covers it.
+  if (need_streak > streak) {
+    *settle = need_streak - streak;
+    return 0;
   }
   // No transfer completes inside the jump (completion is an event of the next step).
   for (const Job& j : jobs) {
