@@ -378,6 +378,7 @@ void FabricLoop::Post(std::function<void(Fabric&)> fn) {
     return;
   }
   posted_.push_back(std::move(fn));
+  has_posted_.store(true);
 }
 
 void FabricLoop::RunPosted() {
@@ -385,6 +386,7 @@ void FabricLoop::RunPosted() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     fns.swap(posted_);
+    has_posted_.store(false);
   }
   for (auto& fn : fns) fn(*fabric_);
 }
@@ -430,6 +432,9 @@ void FabricLoop::Run() {
     }
     for (int k = 0; k < 1024 && fabric_->now() < until; ++k) {
       if (options_.duration_ns > 0 && fabric_->now() >= options_.duration_ns) break;
+      // Posted changes (a gNMI Set waiting for its response, BGP-learned
+      // routes) go before further steps, also when the loop lags.
+      if (has_posted_.load(std::memory_order_relaxed)) break;
       // One step, or a fast-forward jump over a quiescent stretch that never
       // passes the next sample tick (so ticks land where stepping puts them).
       TimeNs limit = until;

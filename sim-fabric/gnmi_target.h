@@ -170,6 +170,7 @@ class FabricLoop {
   std::mutex mu_;
   std::vector<std::function<void(Fabric&)>> posted_;  // guarded by mu_
   bool finished_ = false;                             // guarded by mu_
+  std::atomic<bool> has_posted_{false};
 };
 
 }  // namespace loom::sim
