@@ -258,7 +258,7 @@ class Solver {
       }
       for (int t : allowed) {
         if (t < 0 || t >= g.num_tops()) continue;
-        Candidate c{t, {}, {}};
+        Candidate c{t, {}};
         bool ok = unit.dst_leaf >= 0;
         for (const auto& [src, rate] : unit.sources) {
           if (!ok) break;
@@ -281,11 +281,6 @@ class Solver {
           }
         }
         c.edge_add.resize(w);
-        c.edges.reserve(w);
-        for (const auto& [e, r] : c.edge_add) {
-          (void)r;
-          c.edges.push_back(e);
-        }
         candidates_[u].push_back(std::move(c));
       }
     }
@@ -293,8 +288,7 @@ class Solver {
 
   struct Candidate {
     int top;
-    std::vector<std::pair<int, double>> edge_add;  // (edge, bits/s)
-    std::vector<int> edges;                        // distinct edges of edge_add
+    std::vector<std::pair<int, double>> edge_add;  // (edge, bits/s), one entry per edge
   };
 
   const Candidate* Find(size_t u, int top) const {
@@ -312,7 +306,8 @@ class Solver {
     if (top_[u] >= 0) {
       const Candidate* old = Find(u, top_[u]);
       Apply(old, -1);
-      for (int e : old->edges) {
+      for (const auto& [e, r] : old->edge_add) {
+        (void)r;
         auto& v = on_edge_[static_cast<size_t>(e)];
         auto it = std::find(v.begin(), v.end(), u);
         if (it != v.end()) {
@@ -325,7 +320,8 @@ class Solver {
     top_[u] = c ? c->top : -1;
     if (c) {
       Apply(c, +1);
-      for (int e : c->edges) {
+      for (const auto& [e, r] : c->edge_add) {
+        (void)r;
         on_edge_[static_cast<size_t>(e)].push_back(u);
         tree_.Set(e, Util(e));
       }
