@@ -35,6 +35,7 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
       topo_(std::move(topo)),
       options_(options),
       placement_(topo_, options.placement),
+      prefix_plan_(topo_->topology()),
       reconciler_(
           clock, [this](std::function<void()> f) { boost::asio::post(strand_, std::move(f)); },
           options.reconciler),
@@ -806,7 +807,13 @@ void Controller::InstallPolicy(v1::PolicySet set, Done<PolicyInstallResult> done
 }
 
 void Controller::GetDesiredStates(Done<std::map<std::string, v1::DeviceState>> done) {
-  Post([this, done = std::move(done)]() { done(Status::Ok(), placement_.DesiredStates()); });
+  Post([this, done = std::move(done)]() { done(Status::Ok(), DesiredStates()); });
+}
+
+std::map<std::string, v1::DeviceState> Controller::DesiredStates() const {
+  auto desired = placement_.DesiredStates();
+  for (auto& [device, state] : desired) prefix_plan_.FillPrefixes(&state);
+  return desired;
 }
 
 }  // namespace loom::controller
@@ -1008,7 +1015,7 @@ void Controller::Tick() {
     }
     if (desired_dirty_) {
       desired_dirty_ = false;
-      reconciler_.SetDesired(placement_.DesiredStates());
+      reconciler_.SetDesired(DesiredStates());
     }
     reconciler_.Tick();
   });
@@ -1032,7 +1039,7 @@ void Controller::GetDeviceState(v1::GetDeviceStateRequest req,
       return done(NotFound("device: \"" + req.device() + "\" is not a switch of the topology"), {});
     }
     v1::GetDeviceStateResponse resp;
-    auto desired = placement_.DesiredStates();
+    auto desired = DesiredStates();
     *resp.mutable_desired() = desired[req.device()];
     if (const auto* applied = reconciler_.Applied(req.device())) *resp.mutable_applied() = *applied;
     for (const auto& s : reconciler_.Status()) {

@@ -33,6 +33,7 @@
 #include "controller/reconciler/reconciler.h"
 #include "controller/store/store.h"
 #include "controller/te/placement.h"
+#include "southbound/bgp/prefix_plan.h"
 #include "loom/v1/fabric_service.pb.h"
 #include "loom/v1/scheduler_service.pb.h"
 #include "telemetry/link_state.h"
@@ -179,6 +180,10 @@ class Controller {
   std::map<uint64_t, EventSink> subscribers_;
   uint64_t next_subscriber_ = 1;
   loom::te::Placement placement_;
+  // NIC prefixes (198.18.0.0/15 plan) for colored routes and renderers.
+  loom::southbound::bgp::PrefixPlan prefix_plan_;
+  // Desired state of every switch with prefixes filled in.
+  std::map<std::string, loom::v1::DeviceState> DesiredStates() const;
   uint64_t policy_version_ = 0;
   std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot_;
   Reconciler reconciler_;
