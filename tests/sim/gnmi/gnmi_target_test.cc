@@ -321,7 +321,11 @@ TEST_F(GnmiTargetTest, LoomCollectorSeesTheFlowRate) {
       if (nic_link && *d.tx_device == f_->nic0) nic_bps = d.tx_bps;
       if (!nic_link && *d.tx_device == f_->leaf0) uplinks_bps += d.tx_bps;
     }
-    return std::abs(nic_bps - kFlowBps) < 0.03 * kFlowBps &&
+    // Every target must also have synced: the rate can be right before the
+    // last target's stream has delivered its initial data.
+    bool all_synced = true;
+    for (const auto& h : collector.Health()) all_synced &= h.connected && h.synced;
+    return all_synced && std::abs(nic_bps - kFlowBps) < 0.03 * kFlowBps &&
            std::abs(uplinks_bps - kFlowBps) < 0.03 * kFlowBps;
   });
   EXPECT_TRUE(ok) << "nic " << nic_bps << " b/s, leaf uplinks " << uplinks_bps << " b/s";
