@@ -400,8 +400,7 @@ void WriteSvg(const std::string& path, const Scenario& s, uint64_t seed,
     << "Leaf uplink utilization, " << s.rail.hosts * s.rail.host.gpus_per_host
     << " GPUs, rail-optimized 2-tier (seed " << seed << ")</text>\n"
     << "<text x=\"" << left << "\" y=\"40\">Mean utilization of each leaf-&gt;spine link "
-    << "while all jobs run (first start to first completion); each row a leaf, each column a "
-    << "spine.</text>\n";
+    << "while all jobs run; rows = leaves, columns = spines.</text>\n";
   std::vector<std::string> colors = {"#d7191c", "#2c7bb6", "#1a9641", "#7b3294"};
   for (size_t p = 0; p < panels.size(); ++p) {
     const auto& [name, r] = panels[p];
