@@ -32,6 +32,10 @@ Flags (override the config file):
                            (e.g. a running loom-fabric); per-device targets go in
                            the config file's "telemetryTargets"
   --telemetry-interval-ms N  gNMI SAMPLE interval (default 100)
+  --fabric-ready-file FILE  program a running loom-fabric over the wire (BGP-DPF for
+                           colors/routes/weights, gNMI Set for DLB/ALB, gNMI telemetry):
+                           FILE is what `loom-fabric --gnmi-listen .. --bgp-listen ..
+                           --ready-file FILE` wrote
   --emulate SCENARIO       run the embedded emulator (sim-fabric) with this scenario
                            (loom.sim.v1.Scenario JSON, e.g.
                            deploy/examples/scenario-reference.json): loomd programs
@@ -62,7 +66,7 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
   if (!flags.Parse(argc, argv, 1,
                    {"config", "topology", "grpc-listen", "metrics-listen", "db", "log-level",
                     "log-format", "ready-file", "event-retention", "telemetry-address",
-                    "telemetry-interval-ms", "emulate"},
+                    "telemetry-interval-ms", "emulate", "fabric-ready-file"},
                    {"help", "version"}, error)) {
     return ConfigResult::kError;
   }
@@ -106,6 +110,11 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
   }
   if (flags.Has("telemetry-address")) config->set_telemetry_address(flags.Get("telemetry-address"));
   if (flags.Has("emulate")) config->set_emulate_scenario(flags.Get("emulate"));
+  if (flags.Has("fabric-ready-file")) config->set_fabric_ready_file(flags.Get("fabric-ready-file"));
+  if (!config->fabric_ready_file().empty() && !config->emulate_scenario().empty()) {
+    *error = "fabric_ready_file and emulate_scenario exclude each other";
+    return ConfigResult::kError;
+  }
   if (flags.Has("telemetry-interval-ms")) {
     int64_t v = 0;
     if (!flags.GetInt("telemetry-interval-ms", 0, &v, error)) return ConfigResult::kError;

@@ -4,6 +4,8 @@
 // gRPC and the metrics exposer run their own threads; the main thread waits
 // for SIGINT/SIGTERM and then shuts everything down in order (API first so no
 // new work arrives, then the core, then the store).
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 #include <signal.h>
@@ -18,6 +20,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "api/services/metrics.h"
@@ -30,6 +33,11 @@
 #include "controller/loomd/config.h"
 #include "controller/store/store.h"
 #include "sim-fabric/embedded.h"
+#include "southbound/bgp/bgp_driver.h"
+#include "southbound/bgp/prefix_plan.h"
+#include "southbound/bgp/speaker.h"
+#include "southbound/gnmi/gnmi_driver.h"
+#include "southbound/wire/composite_driver.h"
 #include "telemetry/collector.h"
 #include "telemetry/link_state.h"
 
@@ -115,6 +123,92 @@ int main(int argc, char** argv) {
   copts.event_retention = config.event_retention();
   loom::controller::Controller controller(io, clock, *store, index, *registry, copts);
   if (emulator) controller.AddDriver(emulator->driver());
+
+  // Over the wire (a running loom-fabric, as real switches): BGP-DPF to every
+  // leaf for colors, routes and weights; gNMI Set for the other parts.
+  boost::asio::io_context bgp_io;
+  auto bgp_work = boost::asio::make_work_guard(bgp_io);
+  std::unique_ptr<loom::southbound::bgp::Speaker> speaker;
+  std::unique_ptr<loom::southbound::bgp::BgpDriver> bgp_driver;
+  std::unique_ptr<loom::southbound::gnmi::GnmiDriver> gnmi_driver;
+  std::unique_ptr<loom::southbound::CompositeDriver> wire_driver;
+  std::thread bgp_thread;
+  if (!config.fabric_ready_file().empty()) {
+    std::ifstream in(config.fabric_ready_file());
+    std::stringstream text;
+    text << in.rdbuf();
+    google::protobuf::Struct ready;
+    if (!in || !google::protobuf::util::JsonStringToMessage(text.str(), &ready).ok() ||
+        !ready.fields().count("gnmi_port")) {
+      return Fail(2,
+                  config.fabric_ready_file() +
+                      ": not a loom-fabric ready file (want {\"gnmi_port\": N, \"bgp\": {...}})");
+    }
+    std::string gnmi =
+        "127.0.0.1:" +
+        std::to_string(static_cast<int>(ready.fields().at("gnmi_port").number_value()));
+    if (config.telemetry_address().empty()) config.set_telemetry_address(gnmi);
+    std::map<std::string, uint16_t> leaf_ports;
+    if (ready.fields().count("bgp")) {
+      for (const auto& [leaf, port] : ready.fields().at("bgp").struct_value().fields()) {
+        leaf_ports[leaf] = static_cast<uint16_t>(port.number_value());
+      }
+    }
+    loom::southbound::bgp::SpeakerConfig sc;
+    sc.router_id = 0x0a0000fe;
+    sc.listen_port = -1;  // loomd dials every leaf
+    speaker = std::make_unique<loom::southbound::bgp::Speaker>(bgp_io, sc);
+    loom::southbound::bgp::BgpDriverConfig bc;
+    bc.sessions = loom::southbound::bgp::LoomPeers(index->topology(), leaf_ports);
+    bc.destination_prefixes =
+        loom::southbound::bgp::PrefixPlan(index->topology()).DestinationPrefixes();
+    bc.ignore_non_bgp_parts = true;
+    bgp_driver = std::make_unique<loom::southbound::bgp::BgpDriver>(bgp_io, speaker.get(), bc);
+    loom::southbound::gnmi::GnmiDriverConfig gc;
+    for (const auto& d : index->topology().devices()) {
+      if (d.role() == loom::v1::DEVICE_ROLE_LEAF || d.role() == loom::v1::DEVICE_ROLE_SPINE ||
+          d.role() == loom::v1::DEVICE_ROLE_SUPER_SPINE) {
+        gc.devices.push_back({d.id(), gnmi, ""});
+      }
+    }
+    // BGP carries weights (link bandwidth); gNMI the DLB/ALB/spray/threshold parts.
+    gc.parts = loom::southbound::gnmi::kGnmiDefaultParts &
+               ~loom::southbound::gnmi::Mask(loom::southbound::gnmi::Part::kWeights);
+    gnmi_driver = std::make_unique<loom::southbound::gnmi::GnmiDriver>(gc);
+    if (loom::Status s = gnmi_driver->Start(); !s.ok())
+      return Fail(1, "gNMI driver: " + s.message());
+    bgp_thread = std::thread([&bgp_io] { bgp_io.run(); });
+    boost::asio::post(bgp_io, [&speaker] { (void)speaker->Start(); });
+    bgp_driver->Start();
+    wire_driver =
+        std::make_unique<loom::southbound::CompositeDriver>(bgp_driver.get(), gnmi_driver.get());
+    controller.AddDriver(wire_driver.get());
+    LOG_INFO("programming loom-fabric over the wire")
+        .With("bgp_sessions", static_cast<uint64_t>(bc.sessions.size()))
+        .With("gnmi", gnmi);
+  }
+  bool wire_stopped = false;
+  auto stop_wire = [&] {
+    if (wire_stopped) return;
+    wire_stopped = true;
+    if (gnmi_driver) gnmi_driver->Stop();
+    if (speaker) {
+      std::promise<void> stopped;
+      boost::asio::post(bgp_io, [&] {
+        speaker->Shutdown();
+        stopped.set_value();
+      });
+      stopped.get_future().wait();
+    }
+    bgp_work.reset();
+    bgp_io.stop();
+    if (bgp_thread.joinable()) bgp_thread.join();
+  };
+  // Early exits below must still stop the wire drivers' threads.
+  struct ScopeExit {
+    std::function<void()> f;
+    ~ScopeExit() { f(); }
+  } wire_guard{stop_wire};
   if (loom::Status s = controller.Start(); !s.ok()) {
     return Fail(1, "cannot start the controller: " + s.message());
   }
@@ -246,6 +340,7 @@ int main(int argc, char** argv) {
     if (snapshots.joinable()) snapshots.join();
     collector.Stop();
     if (emulator) emulator->Stop();
+    stop_wire();
   };
 
   std::unique_ptr<prometheus::Exposer> exposer;

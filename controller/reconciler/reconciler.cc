@@ -133,7 +133,21 @@ void Reconciler::OnApplied(const std::string& device, uint64_t generation, Apply
     d.sync.last_error.clear();
     return;
   }
-  if (r.ok()) return;  // a newer desire arrived meanwhile: next Tick applies it
+  if (r.ok() && generation != d.desired.generation()) {
+    return;  // a newer desire arrived meanwhile: the next Tick applies it
+  }
+  if (r.ok()) {
+    // The driver says it applied everything, yet reports something else:
+    // count it as a failure (with backoff), not as a reason to spin.
+    std::string parts;
+    for (const auto& p : loom::southbound::DifferingParts(d.applied, d.desired)) {
+      parts += (parts.empty() ? "" : ",") + p;
+    }
+    r.failures.push_back({"device", loom::Status(loom::StatusCode::kInternal,
+                                                 "the device reports a state that differs "
+                                                 "from the desired one in: " +
+                                                     parts)});
+  }
   ++d.sync.failures;
   ++d.sync.consecutive_failures;
   std::string err;

@@ -30,6 +30,8 @@ std::string Serialize(const google::protobuf::Message& m) {
 }  // namespace
 
 void Canonicalize(v1::DeviceState* s) {
+  // An empty DLB profile and none program the same thing.
+  if (s->has_dlb() && s->dlb().ByteSizeLong() == 0) s->clear_dlb();
   for (auto& c : *s->mutable_colors())
     std::sort(c.mutable_next_hops()->begin(), c.mutable_next_hops()->end());
   SortField(s->mutable_colors(),

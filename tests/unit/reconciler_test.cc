@@ -161,3 +161,38 @@ TEST(DeviceStateUtilTest, CanonicalOrderAndDifferingParts) {
 
 }  // namespace
 }  // namespace loom::controller
+
+namespace loom::controller {
+namespace {
+
+// A driver that reports success but applies something else (e.g. it drops a
+// part it does not support) must not make the reconciler spin.
+class LyingDriver : public FakeDriver {
+ public:
+  void Apply(const v1::DeviceState& desired,
+             std::function<void(loom::southbound::ApplyResult)> done) override {
+    ++applies;
+    loom::southbound::ApplyResult r;
+    r.applied = desired;
+    r.applied.clear_colors();
+    done(r);
+  }
+};
+
+TEST(ReconcilerMismatchTest, OkButDifferentIsAFailureWithBackoff) {
+  VirtualClock clock(0);
+  LyingDriver drv;
+  std::vector<ReconcileNote> notes;
+  Reconciler r(clock, [](std::function<void()> f) { f(); }, {});
+  r.AddDriver(&drv);
+  r.SetNoteCallback([&](const ReconcileNote& n) { notes.push_back(n); });
+  r.SetDesired({{"leaf0", Leaf("leaf0", 7)}});
+  for (int i = 0; i < 10; ++i) r.Tick();
+  EXPECT_EQ(drv.applies, 1);  // backoff, not a busy loop
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].detail.find("differs from the desired one in: colors"), std::string::npos)
+      << notes[0].detail;
+}
+
+}  // namespace
+}  // namespace loom::controller

@@ -1,0 +1,47 @@
+// A device programmed by two drivers, each owning some parts of its
+// DeviceState: e.g. BGP carries colors, colored routes and link-bandwidth
+// weights while gNMI Set carries DLB, ALB, spraying and thresholds.
+//
+// Role: lets the reconciler keep one driver per device. Apply() gives each
+// driver the full desired state (each applies only its parts), waits for
+// both and merges: the applied state takes each part from the driver that
+// owns it, failures are the union. Read() merges the same way. Threading:
+// callbacks may come from the two drivers' threads; the merge is guarded and
+// `done` runs on whichever thread completes last.
+#ifndef LOOM_SOUTHBOUND_WIRE_COMPOSITE_DRIVER_H_
+#define LOOM_SOUTHBOUND_WIRE_COMPOSITE_DRIVER_H_
+
+#include <string>
+
+#include "southbound/wire/driver.h"
+
+namespace loom::southbound {
+
+class CompositeDriver final : public Driver {
+ public:
+  // `routing` owns colors, routes and weights; `settings` owns the rest.
+  // Either may be null. Neither is owned.
+  CompositeDriver(Driver* routing, Driver* settings) : routing_(routing), settings_(settings) {}
+
+  std::string Name() const override;
+  bool Handles(const std::string& device) const override;
+  void Apply(const loom::v1::DeviceState& desired, std::function<void(ApplyResult)> done) override;
+  void Read(const std::string& device,
+            std::function<void(Status, loom::v1::DeviceState)> done) override;
+
+ private:
+  bool RoutingHandles(const std::string& d) const { return routing_ && routing_->Handles(d); }
+  bool SettingsHandles(const std::string& d) const { return settings_ && settings_->Handles(d); }
+
+  Driver* routing_;
+  Driver* settings_;
+};
+
+// Copies colors, routes and weights from `from` into `into`.
+void CopyRoutingParts(const loom::v1::DeviceState& from, loom::v1::DeviceState* into);
+// Copies dlb, alb_tables, spray_rules and thresholds.
+void CopySettingsParts(const loom::v1::DeviceState& from, loom::v1::DeviceState* into);
+
+}  // namespace loom::southbound
+
+#endif  // LOOM_SOUTHBOUND_WIRE_COMPOSITE_DRIVER_H_
