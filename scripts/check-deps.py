@@ -28,8 +28,13 @@ ALLOWED = {
     "southbound/": ["common/", "api/topology/"],
     "controller/loomd/": None,  # bootstrap: anything
     "controller/": ["common/", "api/topology/", "policy/", "telemetry/", "southbound/"],
-    "sim-fabric/": ["common/", "api/topology/", "telemetry/wire/", "telemetry/gnmi/",
-                    "southbound/wire/"],
+    # The emulator speaks the same wire protocols as real devices: it may use
+    # the telemetry wire types (sink, path, subscription lists) and the
+    # southbound wire implementations (driver interface, BGP, gNMI config
+    # codec) — never the controller or policy.
+    "sim-fabric/": ["common/", "api/topology/", "telemetry/sink.h", "telemetry/path.h",
+                    "telemetry/collector.h", "southbound/wire/", "southbound/bgp/",
+                    "southbound/gnmi/gnmi_config.h"],
 }
 PROJECT_DIRS = ("common/", "api/", "controller/", "policy/", "telemetry/", "southbound/",
                 "sim-fabric/", "tests/")

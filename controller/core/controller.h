@@ -33,9 +33,9 @@
 #include "controller/reconciler/reconciler.h"
 #include "controller/store/store.h"
 #include "controller/te/placement.h"
-#include "southbound/bgp/prefix_plan.h"
 #include "loom/v1/fabric_service.pb.h"
 #include "loom/v1/scheduler_service.pb.h"
+#include "southbound/bgp/prefix_plan.h"
 #include "telemetry/link_state.h"
 
 namespace loom::controller {

@@ -142,8 +142,8 @@ std::string StatusJson(const bgp::Speaker& sp) {
       << ",\"treat_as_withdraw\":" << c.treat_as_withdraw
       << ",\"attributes_discarded\":" << c.attributes_discarded
       << ",\"end_of_rib_in\":" << c.end_of_rib_in
-      << ",\"established_transitions\":" << c.established_transitions
-      << ",\"flaps\":" << c.flaps << ",\"notifications_sent\":" << CounterMap(c.notifications_sent)
+      << ",\"established_transitions\":" << c.established_transitions << ",\"flaps\":" << c.flaps
+      << ",\"notifications_sent\":" << CounterMap(c.notifications_sent)
       << ",\"notifications_received\":" << CounterMap(c.notifications_received) << "}";
     o << ",\"rib_in\":[";
     bool f2 = true;
