@@ -196,6 +196,8 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   JobRec& rec = jobs_[job.job_id()];
   rec.job = job;
   rec.decision = policy_.Evaluate(job);
+  rec.modelled.clear();
+  for (const auto& d : JobDemand(job, *topo_)) rec.modelled[d.src_nic] += d.rate_bps;
   BuildUnits(rec, current);
   PlacementResult r = Place(graph_, rec.units, params_, PlacementMode::kIncremental, &load_);
   rec.top = r.top;
@@ -220,11 +222,8 @@ double Placement::DemandScale(const std::string& job_id) const {
 }
 
 std::map<std::string, double> Placement::ModelledNicRates(const std::string& job_id) const {
-  std::map<std::string, double> out;
   auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return out;
-  for (const auto& d : JobDemand(it->second.job, *topo_)) out[d.src_nic] += d.rate_bps;
-  return out;
+  return it == jobs_.end() ? std::map<std::string, double>{} : it->second.modelled;
 }
 
 void Placement::Remove(const std::string& job_id) {

@@ -86,6 +86,8 @@ class Placement {
     std::vector<Unit> units;
     std::vector<int> top, backup;
     std::vector<std::string> reason;
+    // Modelled send rate per NIC at scale 1 (cached: telemetry asks often).
+    std::map<std::string, double> modelled;
   };
 
   void BuildUnits(JobRec& rec, const std::map<std::string, int>& current) const;
