@@ -13,7 +13,7 @@ BUILD_PKGS=(
 )
 TEST_PKGS=(
   clang-format python3 python3-grpcio python3-protobuf prometheus
-  gobgpd exabgp clang libclang-rt-14-dev
+  gobgpd exabgp clang libclang-rt-14-dev libglpk-dev
 )
 
 want=("${BUILD_PKGS[@]}")
