@@ -1,6 +1,7 @@
 #include "sim-fabric/wire_bgp.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "common/log.h"
@@ -17,7 +18,14 @@ struct WireBgpLeaves::Leaf {
   // prefix -> session -> traffic class (-1 = any) of the route received there.
   std::map<bgp::Prefix, std::map<std::string, int>> tc;
   bool dirty = false;
+  std::unique_ptr<boost::asio::steady_timer> flush_timer;
 };
+
+namespace {
+// How long a leaf waits after the first route change of a burst before it
+// rebuilds its BGP-learned state (the rest of the burst lands meanwhile).
+constexpr auto kFlushDelay = std::chrono::microseconds(1500);
+}  // namespace
 
 WireBgpLeaves::WireBgpLeaves(const v1::Topology& topo, WireConfig* config, WireBgpOptions options)
     : topo_(topo), plan_(topo), config_(config), options_(std::move(options)) {}
@@ -108,8 +116,14 @@ void WireBgpLeaves::OnRoute(Leaf& leaf, const bgp::Session& session, const bgp::
     leaf.tc[prefix][c.name] = tc;
   }
   if (!leaf.dirty) {
+    // Coalesce the burst: a recolor reaches a leaf as UPDATEs on each of its
+    // sessions, read by separate handlers; program the leaf once they are in.
     leaf.dirty = true;
-    boost::asio::post(io_, [this, &leaf] { Flush(leaf); });
+    if (!leaf.flush_timer) leaf.flush_timer = std::make_unique<boost::asio::steady_timer>(io_);
+    leaf.flush_timer->expires_after(kFlushDelay);
+    leaf.flush_timer->async_wait([this, &leaf](const boost::system::error_code& ec) {
+      if (!ec) Flush(leaf);
+    });
   }
 }
 

@@ -83,34 +83,50 @@ void WireConfig::Set(const ::gnmi::SetRequest& request,
                      std::function<void(Status, ::gnmi::SetResponse)> done) {
   const std::string target = request.prefix().target();
   Status st = CheckTarget(target, switches_);
+  // Validate and decode up front (on the caller's thread) so bad requests
+  // never wait for the fabric thread and the fabric thread does not parse the
+  // request again unless the config changed in between (another Set).
+  auto pre = std::make_shared<Prepared>();
   if (st.ok()) {
-    // Validate up front so bad requests never wait for the fabric thread.
-    v1::DeviceState probe;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      probe = devices_[target].config;
+      const Device& d = devices_[target];
+      pre->old_config = d.config;
+      pre->version = d.config_version;
     }
-    st = sgnmi::ApplySetRequest(request, &probe, limits_);
+    pre->config = pre->old_config;
+    st = sgnmi::ApplySetRequest(request, &pre->config, limits_, &pre->resp, 0);
   }
   if (!st.ok()) {
     done(st, ::gnmi::SetResponse());
     return;
   }
-  run_([this, request, target, done = std::move(done)](Fabric&) {
-    v1::DeviceState old_config, config, learned;
+  pre->changed = sgnmi::DiffParts(pre->old_config, pre->config);
+  run_([this, request, target, pre, done = std::move(done)](Fabric&) {
+    v1::DeviceState learned;
+    bool stale;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      old_config = devices_[target].config;
-      learned = devices_[target].learned;
+      const Device& d = devices_[target];
+      stale = d.config_version != pre->version;
+      if (stale) pre->old_config = d.config;
+      learned = d.learned;
     }
-    config = old_config;
-    ::gnmi::SetResponse resp;
-    Status s = sgnmi::ApplySetRequest(request, &config, limits_, &resp, WallNs());
-    if (!s.ok()) {
-      done(s, ::gnmi::SetResponse());
-      return;
+    if (stale) {
+      // Another Set changed the config since validation: apply to the current one.
+      pre->config = pre->old_config;
+      pre->resp.Clear();
+      Status s = sgnmi::ApplySetRequest(request, &pre->config, limits_, &pre->resp, 0);
+      if (!s.ok()) {
+        done(s, ::gnmi::SetResponse());
+        return;
+      }
+      pre->changed = sgnmi::DiffParts(pre->old_config, pre->config);
     }
-    const sgnmi::PartMask changed = sgnmi::DiffParts(old_config, config);
+    pre->resp.set_timestamp(WallNs());
+    const v1::DeviceState& old_config = pre->old_config;
+    const v1::DeviceState& config = pre->config;
+    const sgnmi::PartMask changed = pre->changed;
     loom::southbound::ApplyResult r = driver_->ApplyNow(Merge(config, learned));
     for (const auto& f : r.failures) {
       bool ours = f.part == "device";
@@ -122,7 +138,9 @@ void WireConfig::Set(const ::gnmi::SetRequest& request,
       loom::southbound::ApplyResult back = driver_->ApplyNow(Merge(old_config, learned));
       {
         std::lock_guard<std::mutex> lock(mu_);
-        devices_[target].applied = back.applied;
+        Device& d = devices_[target];
+        d.applied = std::move(back.applied);
+        d.AppliedChanged();
       }
       done(InvalidArgument("the fabric refused " + f.part + ": " + f.status.message()),
            ::gnmi::SetResponse());
@@ -131,11 +149,14 @@ void WireConfig::Set(const ::gnmi::SetRequest& request,
     {
       std::lock_guard<std::mutex> lock(mu_);
       Device& d = devices_[target];
-      d.config = config;
-      d.applied = r.applied;
+      d.config = std::move(pre->config);
+      ++d.config_version;
+      d.canon_config.reset();
+      d.applied = std::move(r.applied);
+      d.AppliedChanged();
       ++sets_applied_;
     }
-    done(Status::Ok(), std::move(resp));
+    done(Status::Ok(), std::move(pre->resp));
   });
 }
 
@@ -143,15 +164,32 @@ Status WireConfig::Get(const ::gnmi::GetRequest& request, ::gnmi::GetResponse* r
   const std::string target = request.prefix().target();
   Status st = CheckTarget(target, switches_);
   if (!st.ok()) return st;
+  const bool operational = request.type() == ::gnmi::GetRequest::OPERATIONAL;
+  // The canonical form of the state is cached per version (polling clients
+  // ask again and again for a state that has not changed).
+  std::shared_ptr<const v1::DeviceState> canon;
   v1::DeviceState state;
+  uint64_t version = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = devices_.find(target);
-    state =
-        request.type() == ::gnmi::GetRequest::OPERATIONAL ? it->second.applied : it->second.config;
+    const Device& d = it->second;
+    canon = operational ? d.canon_applied : d.canon_config;
+    if (!canon) {
+      state = operational ? d.applied : d.config;
+      version = operational ? d.applied_version : d.config_version;
+    }
   }
-  state.set_device(target);
-  return sgnmi::EncodeGetResponse(request, sgnmi::Canonical(state), WallNs(), response);
+  if (!canon) {
+    state.set_device(target);
+    auto c = std::make_shared<const v1::DeviceState>(sgnmi::Canonical(state));
+    canon = c;
+    std::lock_guard<std::mutex> lock(mu_);
+    const Device& d = devices_.find(target)->second;
+    if (operational && d.applied_version == version) d.canon_applied = std::move(c);
+    if (!operational && d.config_version == version) d.canon_config = std::move(c);
+  }
+  return sgnmi::EncodeGetResponse(request, *canon, WallNs(), response);
 }
 
 void WireConfig::SetLearned(const std::string& device, v1::DeviceState learned) {
@@ -178,7 +216,9 @@ void WireConfig::ApplyLearned(const std::string& device) {
   }
   loom::southbound::ApplyResult r = driver_->ApplyNow(merged);
   std::lock_guard<std::mutex> lock(mu_);
-  devices_[device].applied = r.applied;
+  Device& d = devices_[device];
+  d.applied = std::move(r.applied);
+  d.AppliedChanged();
 }
 
 v1::DeviceState WireConfig::Configured(const std::string& device) const {

@@ -79,6 +79,24 @@ class WireConfig {
     loom::v1::DeviceState learned;  // BGP-learned (colors, routes, weights).
     loom::v1::DeviceState applied;  // What ApplyNow reported.
     bool learned_pending = false;
+    uint64_t config_version = 0;   // Bumped whenever `config` changes.
+    uint64_t applied_version = 0;  // Bumped whenever `applied` changes.
+    // Canonical(config) / Canonical(applied) with device set, built by Get
+    // (null until asked for, reset on change).
+    mutable std::shared_ptr<const loom::v1::DeviceState> canon_config;
+    mutable std::shared_ptr<const loom::v1::DeviceState> canon_applied;
+    void AppliedChanged() {
+      ++applied_version;
+      canon_applied.reset();
+    }
+  };
+  // A SetRequest decoded against the config of version `version`.
+  struct Prepared {
+    uint64_t version = 0;
+    loom::v1::DeviceState old_config;
+    loom::v1::DeviceState config;
+    ::gnmi::SetResponse resp;
+    loom::southbound::gnmi::PartMask changed = 0;
   };
   static loom::v1::DeviceState Merge(const loom::v1::DeviceState& config,
                                      const loom::v1::DeviceState& learned);
