@@ -1,6 +1,9 @@
 #include "controller/te/demand.h"
 
+#include <algorithm>
 #include <map>
+#include <tuple>
+#include <unordered_map>
 
 namespace loom::te {
 
@@ -28,11 +31,20 @@ std::vector<NicDemand> JobDemand(const v1::Job& job, const loom::topology::Topol
     eps.push_back({nic, d ? d->host() : ""});
   }
   const size_t n = eps.size();
-  std::map<std::pair<std::string, std::string>, double> rates;
+  // Rates keyed by (source endpoint, destination endpoint) indexes of the
+  // first endpoint of each NIC, so shared NICs merge without string keys.
+  std::unordered_map<std::string, size_t> first_of_nic;
+  std::vector<size_t> nic_rep(n);
+  std::vector<double> line_rate(n);
+  for (size_t i = 0; i < n; ++i) {
+    nic_rep[i] = first_of_nic.emplace(eps[i].nic, i).first->second;
+    line_rate[i] = NicLineRate(topo, eps[i].nic);
+  }
+  std::unordered_map<uint64_t, double> rates;
   auto add = [&](size_t i, size_t j, double fraction) {
-    if (i == j || eps[i].nic == eps[j].nic) return;
+    if (i == j || nic_rep[i] == nic_rep[j]) return;
     if (!eps[i].host.empty() && eps[i].host == eps[j].host) return;  // NVLink
-    rates[{eps[i].nic, eps[j].nic}] += fraction * NicLineRate(topo, eps[i].nic) * scale;
+    rates[static_cast<uint64_t>(nic_rep[i]) << 32 | nic_rep[j]] += fraction * line_rate[i] * scale;
   };
   if (n < 2) return {};
   switch (job.collective()) {
@@ -64,7 +76,14 @@ std::vector<NicDemand> JobDemand(const v1::Job& job, const loom::topology::Topol
   }
   std::vector<NicDemand> out;
   out.reserve(rates.size());
-  for (const auto& [k, r] : rates) out.push_back({k.first, k.second, r});
+  for (const auto& [k, r] : rates) {
+    out.push_back(
+        {eps[static_cast<size_t>(k >> 32)].nic, eps[static_cast<size_t>(k & 0xffffffffu)].nic, r});
+  }
+  // Deterministic order (by source, then destination NIC id).
+  std::sort(out.begin(), out.end(), [](const NicDemand& a, const NicDemand& b) {
+    return std::tie(a.src_nic, a.dst_nic) < std::tie(b.src_nic, b.dst_nic);
+  });
   return out;
 }
 

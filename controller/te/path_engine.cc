@@ -78,6 +78,21 @@ FabricGraph FabricGraph::Build(const loom::topology::TopologyIndex& topo,
       }
     }
   }
+  if (!g.three_tier_) {
+    size_t n = g.leaves_.size() * g.tops_.size();
+    g.up_edge_.assign(n, -1);
+    g.down_edge_.assign(n, -1);
+    for (size_t l = 0; l < g.leaves_.size(); ++l) {
+      int dl = g.device_index_.at(g.leaves_[l]);
+      for (size_t t = 0; t < g.tops_.size(); ++t) {
+        int dt = g.device_index_.at(g.tops_[t]);
+        int up = g.EdgeIdx(dl, dt), down = g.EdgeIdx(dt, dl);
+        size_t k = l * g.tops_.size() + t;
+        if (up >= 0 && g.capacity_[static_cast<size_t>(up)] > 0) g.up_edge_[k] = up;
+        if (down >= 0 && g.capacity_[static_cast<size_t>(down)] > 0) g.down_edge_[k] = down;
+      }
+    }
+  }
   return g;
 }
 
@@ -116,8 +131,6 @@ std::string FabricGraph::FirstHop(int leaf, int t) const {
 bool FabricGraph::PathEdges(int a, int b, int t, std::vector<int>* edges) const {
   edges->clear();
   if (a == b) return true;
-  int la = device_index_.at(leaves_[static_cast<size_t>(a)]);
-  int lb = device_index_.at(leaves_[static_cast<size_t>(b)]);
   auto push = [&](int from, int to) {
     int e = EdgeIdx(from, to);
     if (e < 0 || capacity_[static_cast<size_t>(e)] <= 0) return false;
@@ -125,9 +138,14 @@ bool FabricGraph::PathEdges(int a, int b, int t, std::vector<int>* edges) const 
     return true;
   };
   if (!three_tier_) {
-    int top = device_index_.at(tops_[static_cast<size_t>(t)]);
-    return push(la, top) && push(top, lb);
+    int up = UpEdge(a, t), down = DownEdge(b, t);
+    if (up < 0 || down < 0) return false;
+    edges->push_back(up);
+    edges->push_back(down);
+    return true;
   }
+  int la = device_index_.at(leaves_[static_cast<size_t>(a)]);
+  int lb = device_index_.at(leaves_[static_cast<size_t>(b)]);
   auto sa = pod_spine_.find({leaf_pod_[static_cast<size_t>(a)], t});
   auto sb = pod_spine_.find({leaf_pod_[static_cast<size_t>(b)], t});
   if (sa == pod_spine_.end() || sb == pod_spine_.end()) return false;
@@ -139,19 +157,15 @@ bool FabricGraph::PathEdges(int a, int b, int t, std::vector<int>* edges) const 
 
 namespace {
 
-// FabricGraph::PathEdges without its name lookups: in 2-tier fabrics a path is the
-// leaf->top and top->leaf edges, looked up once per (leaf, top) on first use; 3-tier
-// paths are memoized per (source leaf, destination leaf, top).
+// FabricGraph::PathEdges for one placement: in 2-tier fabrics a path is the
+// leaf->top and top->leaf edges from the graph's tables; 3-tier paths are
+// memoized per (source leaf, destination leaf, top).
 class PathCache {
  public:
   explicit PathCache(const FabricGraph& g)
       : g_(g),
         leaves_(static_cast<size_t>(g.num_leaves())),
-        tops_(static_cast<size_t>(g.num_tops())) {
-    if (g.three_tier()) return;
-    up_.assign(leaves_ * tops_, kUnknown);
-    down_.assign(leaves_ * tops_, kUnknown);
-  }
+        tops_(static_cast<size_t>(g.num_tops())) {}
   bool Get(int a, int b, int t, std::vector<int>* edges) {
     if (g_.three_tier()) {
       uint64_t key = (static_cast<uint64_t>(a) * leaves_ + static_cast<uint64_t>(b)) * tops_ +
@@ -167,8 +181,8 @@ class PathCache {
     }
     edges->clear();
     if (a == b) return true;
-    int up = Lookup(&up_, a, t, true);
-    int down = Lookup(&down_, b, t, false);
+    int up = g_.UpEdge(a, t);
+    int down = g_.DownEdge(b, t);
     if (up < 0 || down < 0) return false;
     edges->push_back(up);
     edges->push_back(down);
@@ -176,21 +190,8 @@ class PathCache {
   }
 
  private:
-  static constexpr int kUnknown = -2;
-
-  int Lookup(std::vector<int>* table, int leaf, int t, bool upward) {
-    int& slot = (*table)[static_cast<size_t>(leaf) * tops_ + static_cast<size_t>(t)];
-    if (slot == kUnknown) {
-      int e = upward ? g_.Edge(g_.leaf(leaf), g_.top(t)) : g_.Edge(g_.top(t), g_.leaf(leaf));
-      slot = e >= 0 && g_.capacity(e) > 0 ? e : -1;
-    }
-    return slot;
-  }
-
   const FabricGraph& g_;
   size_t leaves_, tops_;
-  // [leaf * tops + top] -> live edge, -1 when missing or dead, kUnknown before first use.
-  std::vector<int> up_, down_;
   std::unordered_map<uint64_t, std::pair<bool, std::vector<int>>> memo_;
 };
 

@@ -37,6 +37,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "api/topology/topology_index.h"
@@ -71,6 +72,13 @@ class FabricGraph {
   const std::string& edge_name(int e) const { return edge_names_[static_cast<size_t>(e)]; }
   // Edge id for (from device, to device), -1 when absent.
   int Edge(const std::string& from, const std::string& to) const;
+  // 2-tier only: live leaf->top and top->leaf edges (-1 when dead/missing).
+  int UpEdge(int leaf, int t) const {
+    return up_edge_[static_cast<size_t>(leaf) * tops_.size() + static_cast<size_t>(t)];
+  }
+  int DownEdge(int leaf, int t) const {
+    return down_edge_[static_cast<size_t>(leaf) * tops_.size() + static_cast<size_t>(t)];
+  }
 
  private:
   int EdgeIdx(int from_dev, int to_dev) const;
@@ -79,7 +87,10 @@ class FabricGraph {
   std::vector<std::string> tops_;
   std::vector<std::string> leaves_;
   std::map<std::string, int> top_index_, leaf_index_, device_index_;
-  std::map<std::string, int> nic_leaf_;
+  std::unordered_map<std::string, int> nic_leaf_;
+  // 2-tier: [leaf * tops + top] -> live leaf->top / top->leaf edge, -1 when
+  // missing or without capacity (filled by Build; no name lookups later).
+  std::vector<int> up_edge_, down_edge_;
   std::vector<std::string> leaf_pod_;                     // per leaf
   std::map<std::pair<std::string, int>, int> pod_spine_;  // (pod, top) -> device index
   std::map<std::pair<int, int>, int> edges_;              // (from dev, to dev) -> edge

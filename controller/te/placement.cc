@@ -140,7 +140,10 @@ std::vector<int> Placement::AllowedTops(const JobRec& rec) const {
 void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& current) const {
   rec.units.clear();
   std::map<std::string, std::map<int, double>> by_dst;  // dst nic -> src leaf -> rate
-  for (const auto& d : JobDemand(rec.job, *topo_, DemandScale(rec.job.job_id()))) {
+  const double scale = DemandScale(rec.job.job_id());
+  rec.modelled.clear();
+  for (const auto& d : JobDemand(rec.job, *topo_, scale)) {
+    rec.modelled[d.src_nic] += d.rate_bps / scale;
     int src = graph_.NicLeaf(d.src_nic), dst = graph_.NicLeaf(d.dst_nic);
     if (src < 0 || dst < 0 || src == dst) continue;  // local to a leaf: no fabric path
     by_dst[d.dst_nic][src] += d.rate_bps;
@@ -197,7 +200,6 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   rec.job = job;
   rec.decision = policy_.Evaluate(job);
   rec.modelled.clear();
-  for (const auto& d : JobDemand(job, *topo_)) rec.modelled[d.src_nic] += d.rate_bps;
   BuildUnits(rec, current);
   PlacementResult r = Place(graph_, rec.units, params_, PlacementMode::kIncremental, &load_);
   rec.top = r.top;
