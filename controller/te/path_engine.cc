@@ -257,9 +257,12 @@ class Solver {
         allowed.resize(static_cast<size_t>(g.num_tops()));
         std::iota(allowed.begin(), allowed.end(), 0);
       }
+      candidates_[u].reserve(allowed.size());
       for (int t : allowed) {
         if (t < 0 || t >= g.num_tops()) continue;
-        Candidate c{t, {}};
+        // Edges go to one arena (no allocation per candidate); spans are
+        // pointed at it once the arena stops growing.
+        const size_t off = arena_.size();
         bool ok = unit.dst_leaf >= 0;
         for (const auto& [src, rate] : unit.sources) {
           if (!ok) break;
@@ -267,29 +270,45 @@ class Solver {
             ok = false;
             break;
           }
-          for (int e : edges) c.edge_add.emplace_back(e, rate);
+          for (int e : edges) arena_.emplace_back(e, rate);
         }
-        if (!ok) continue;
+        if (!ok) {
+          arena_.resize(off);
+          continue;
+        }
         // One entry per edge: the sources of a unit share the edges towards its
         // destination, and a score must see their summed load.
-        std::sort(c.edge_add.begin(), c.edge_add.end());
-        size_t w = 0;
-        for (size_t i = 0; i < c.edge_add.size(); ++i) {
-          if (w > 0 && c.edge_add[w - 1].first == c.edge_add[i].first) {
-            c.edge_add[w - 1].second += c.edge_add[i].second;
+        auto first = arena_.begin() + static_cast<std::ptrdiff_t>(off);
+        std::sort(first, arena_.end());
+        size_t w = off;
+        for (size_t i = off; i < arena_.size(); ++i) {
+          if (w > off && arena_[w - 1].first == arena_[i].first) {
+            arena_[w - 1].second += arena_[i].second;
           } else {
-            c.edge_add[w++] = c.edge_add[i];
+            arena_[w++] = arena_[i];
           }
         }
-        c.edge_add.resize(w);
-        candidates_[u].push_back(std::move(c));
+        arena_.resize(w);
+        candidates_[u].push_back(Candidate{t, {off, w - off}});
       }
+    }
+    for (auto& per_unit : candidates_) {
+      for (auto& c : per_unit) c.edge_add.Bind(arena_);
     }
   }
 
+  // A candidate's (edge, bits/s) entries, one per edge, inside arena_.
+  struct EdgeSpan {
+    size_t off = 0, len = 0;
+    const std::pair<int, double>* data = nullptr;
+    void Bind(const std::vector<std::pair<int, double>>& arena) { data = arena.data() + off; }
+    const std::pair<int, double>* begin() const { return data; }
+    const std::pair<int, double>* end() const { return data + len; }
+    size_t size() const { return len; }
+  };
   struct Candidate {
     int top;
-    std::vector<std::pair<int, double>> edge_add;  // (edge, bits/s), one entry per edge
+    EdgeSpan edge_add;
   };
 
   const Candidate* Find(size_t u, int top) const {
@@ -465,6 +484,7 @@ class Solver {
   std::vector<double> load_;
   std::vector<int> top_;
   std::vector<std::vector<Candidate>> candidates_;
+  std::vector<std::pair<int, double>> arena_;
   std::vector<std::vector<size_t>> on_edge_;  // units placed over each edge
   MaxTree tree_;
 };
