@@ -810,6 +810,12 @@ void Controller::GetDesiredStates(Done<std::map<std::string, v1::DeviceState>> d
   Post([this, done = std::move(done)]() { done(Status::Ok(), DesiredStates()); });
 }
 
+void Controller::PushDesired() {
+  if (!desired_dirty_) return;
+  desired_dirty_ = false;
+  reconciler_.SetDesired(DesiredStates());
+}
+
 std::map<std::string, v1::DeviceState> Controller::DesiredStates() const {
   auto desired = placement_.DesiredStates();
   for (auto& [device, state] : desired) prefix_plan_.FillPrefixes(&state);
@@ -1013,10 +1019,7 @@ void Controller::Tick() {
         }
       }
     }
-    if (desired_dirty_) {
-      desired_dirty_ = false;
-      reconciler_.SetDesired(DesiredStates());
-    }
+    PushDesired();
     reconciler_.Tick();
   });
 }
@@ -1038,6 +1041,9 @@ void Controller::GetDeviceState(v1::GetDeviceStateRequest req,
                d->role() != v1::DEVICE_ROLE_SUPER_SPINE)) {
       return done(NotFound("device: \"" + req.device() + "\" is not a switch of the topology"), {});
     }
+    // Report against what the reconciler is driving towards (the sync status
+    // would otherwise describe an older desire than the one shown).
+    PushDesired();
     v1::GetDeviceStateResponse resp;
     auto desired = DesiredStates();
     *resp.mutable_desired() = desired[req.device()];

@@ -184,6 +184,8 @@ class Controller {
   loom::southbound::bgp::PrefixPlan prefix_plan_;
   // Desired state of every switch with prefixes filled in.
   std::map<std::string, loom::v1::DeviceState> DesiredStates() const;
+  // Hands the reconciler the current desired state when assignments changed.
+  void PushDesired();
   uint64_t policy_version_ = 0;
   std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot_;
   Reconciler reconciler_;
