@@ -1045,8 +1045,13 @@ void Controller::GetDeviceState(v1::GetDeviceStateRequest req,
     // would otherwise describe an older desire than the one shown).
     PushDesired();
     v1::GetDeviceStateResponse resp;
-    auto desired = DesiredStates();
-    *resp.mutable_desired() = desired[req.device()];
+    // The reconciler already holds every switch's desired state: no need to
+    // recompute them all on the strand for one device.
+    if (const auto* desired = reconciler_.Desired(req.device())) {
+      *resp.mutable_desired() = *desired;
+    } else {
+      resp.mutable_desired()->set_device(req.device());
+    }
     if (const auto* applied = reconciler_.Applied(req.device())) *resp.mutable_applied() = *applied;
     for (const auto& s : reconciler_.Status()) {
       if (s.device != req.device()) continue;

@@ -201,6 +201,11 @@ const v1::DeviceState* Reconciler::Applied(const std::string& device) const {
   return it == devices_.end() || !it->second.have_applied ? nullptr : &it->second.applied;
 }
 
+const v1::DeviceState* Reconciler::Desired(const std::string& device) const {
+  auto it = devices_.find(device);
+  return it == devices_.end() ? nullptr : &it->second.desired;
+}
+
 size_t Reconciler::InSyncCount() const {
   return static_cast<size_t>(std::count_if(devices_.begin(), devices_.end(),
                                            [](const auto& p) { return p.second.sync.in_sync; }));

@@ -81,6 +81,8 @@ class Reconciler {
 
   std::vector<DeviceSync> Status() const;
   const loom::v1::DeviceState* Applied(const std::string& device) const;
+  // The desired state last handed in by SetDesired (nullptr when unknown).
+  const loom::v1::DeviceState* Desired(const std::string& device) const;
   // Devices whose applied content equals the desired content.
   size_t InSyncCount() const;
   size_t DeviceCount() const { return devices_.size(); }

@@ -17,6 +17,9 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loomd_harness import start_process, stop_processes  # noqa: E402
+
 ARGS = None
 LINK = "leaf0:Ethernet0--spine0:Ethernet0"
 
@@ -38,21 +41,19 @@ class LiveFabricTest(unittest.TestCase):
         d = tempfile.mkdtemp(prefix="loom-live-")
         procs = []
         try:
-            fab_log = open(os.path.join(d, "fabric.log"), "w")
-            fabric = subprocess.Popen([ARGS.fabric, ARGS.scenario, "--gnmi-listen", "127.0.0.1:0",
-                                       "--ready-file", os.path.join(d, "fabric.json")],
-                                      stdout=fab_log, stderr=subprocess.STDOUT)
+            fabric = start_process([ARGS.fabric, ARGS.scenario, "--gnmi-listen", "127.0.0.1:0",
+                                    "--ready-file", os.path.join(d, "fabric.json")],
+                                   os.path.join(d, "fabric.log"))
             procs.append(fabric)
             started = time.monotonic()  # virtual time ~ wall time from here (real-time pacing)
             gnmi = wait_file(os.path.join(d, "fabric.json"), fabric)["gnmi_port"]
-            loomd_log = open(os.path.join(d, "loomd.log"), "w")
-            loomd = subprocess.Popen([ARGS.loomd, "--topology", ARGS.topology,
-                                      "--db", os.path.join(d, "l.db"),
-                                      "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-                                      "--telemetry-address", "127.0.0.1:%d" % gnmi,
-                                      "--telemetry-interval-ms", "100",
-                                      "--ready-file", os.path.join(d, "loomd.json")],
-                                     stdout=loomd_log, stderr=subprocess.STDOUT)
+            loomd = start_process([ARGS.loomd, "--topology", ARGS.topology,
+                                   "--db", os.path.join(d, "l.db"),
+                                   "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                                   "--telemetry-address", "127.0.0.1:%d" % gnmi,
+                                   "--telemetry-interval-ms", "100",
+                                   "--ready-file", os.path.join(d, "loomd.json")],
+                                  os.path.join(d, "loomd.log"))
             procs.append(loomd)
             port = wait_file(os.path.join(d, "loomd.json"), loomd)["grpc_port"]
             ctl = [ARGS.loomctl, "--server", "127.0.0.1:%d" % port]
@@ -92,10 +93,7 @@ class LiveFabricTest(unittest.TestCase):
             self.assertIn("link_oper_changed", events)
             self.assertIn(LINK, events)
         finally:
-            for p in procs:
-                p.terminate()
-            for p in procs:
-                self.assertEqual(p.wait(timeout=20), 0)
+            stop_processes(self, procs)
             shutil.rmtree(d, ignore_errors=True)
 
 

@@ -61,3 +61,22 @@ class Loomd:
             self.proc.wait(timeout=20)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def start_process(argv, log_path):
+    """Starts a process with stdout+stderr in `log_path` (closed when stopped)."""
+    log = open(log_path, "w")
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    proc.log_file = log
+    return proc
+
+
+def stop_processes(test, procs):
+    """SIGTERMs every process, then asserts each exited cleanly (status 0)."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        test.assertEqual(p.wait(timeout=20), 0)
+        log = getattr(p, "log_file", None)
+        if log:
+            log.close()

@@ -15,6 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from live_fabric_test import wait_file  # noqa: E402
+from loomd_harness import start_process, stop_processes  # noqa: E402
 
 ARGS = None
 
@@ -24,21 +25,19 @@ class WireLoopTest(unittest.TestCase):
         d = tempfile.mkdtemp(prefix="loom-wire-")
         procs = []
         try:
-            fabric = subprocess.Popen([ARGS.fabric, ARGS.scenario, "--gnmi-listen", "127.0.0.1:0",
-                                       "--bgp-listen", "127.0.0.1:0",
-                                       "--ready-file", os.path.join(d, "fabric.json")],
-                                      stdout=open(os.path.join(d, "fabric.log"), "w"),
-                                      stderr=subprocess.STDOUT)
+            fabric = start_process([ARGS.fabric, ARGS.scenario, "--gnmi-listen", "127.0.0.1:0",
+                                    "--bgp-listen", "127.0.0.1:0",
+                                    "--ready-file", os.path.join(d, "fabric.json")],
+                                   os.path.join(d, "fabric.log"))
             procs.append(fabric)
             ready = wait_file(os.path.join(d, "fabric.json"), fabric)
             self.assertEqual(sorted(ready["bgp"]), ["leaf0", "leaf1"])
-            loomd = subprocess.Popen([ARGS.loomd, "--topology", ARGS.topology,
-                                      "--fabric-ready-file", os.path.join(d, "fabric.json"),
-                                      "--db", os.path.join(d, "l.db"),
-                                      "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-                                      "--ready-file", os.path.join(d, "loomd.json")],
-                                     stdout=open(os.path.join(d, "loomd.log"), "w"),
-                                     stderr=subprocess.STDOUT)
+            loomd = start_process([ARGS.loomd, "--topology", ARGS.topology,
+                                   "--fabric-ready-file", os.path.join(d, "fabric.json"),
+                                   "--db", os.path.join(d, "l.db"),
+                                   "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                                   "--ready-file", os.path.join(d, "loomd.json")],
+                                  os.path.join(d, "loomd.log"))
             procs.append(loomd)
             port = wait_file(os.path.join(d, "loomd.json"), loomd)["grpc_port"]
             ctl = [ARGS.loomctl, "--server", "127.0.0.1:%d" % port]
@@ -73,10 +72,7 @@ class WireLoopTest(unittest.TestCase):
             self.assertTrue(all(r["prefix"].startswith("198.18.") for r in routes), routes)
             self.assertTrue(all(r["color"] >= 65536 for r in routes), routes)
         finally:
-            for p in procs:
-                p.terminate()
-            for p in procs:
-                self.assertEqual(p.wait(timeout=20), 0)
+            stop_processes(self, procs)
             shutil.rmtree(d, ignore_errors=True)
 
 
