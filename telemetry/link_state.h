@@ -124,6 +124,14 @@ struct LinkDirectionState {
   TimeNs last_fresh_ns = -1;         // Local arrival time behind tx_bps.
   bool stale = true;
   int quality_band = 0;
+  // Operational capacity: capacity_bps unless the device reports a lower
+  // negotiated speed (lanes lost, a degraded link); 0 when unknown.
+  int64_t live_capacity_bps = 0;
+  // NIC -> leaf direction only: mean idle gap between the NIC's transmit
+  // bursts over the last interval (DLB timer tuning input); 0 = no burst seen.
+  double burst_gap_ns = 0;
+  // NIC -> leaf direction only: largest packet spacing inside a burst; 0 = unknown.
+  double intra_burst_gap_ns = 0;
 };
 
 struct AlbBucketState {
