@@ -19,6 +19,8 @@ InProcessDriver::InProcessDriver(Fabric* fabric, const v1::Topology& topo, Runne
     }
   }
   for (const auto& l : topo.links()) {
+    link_of_[{l.a().device(), l.a().interface()}] = l.id();
+    link_of_[{l.b().device(), l.b().interface()}] = l.id();
     towards_[{l.a().device(), l.b().device()}].push_back(l.a().interface());
     towards_[{l.b().device(), l.a().device()}].push_back(l.b().interface());
     if (role[l.a().device()] == v1::DEVICE_ROLE_NIC) nic_leaf_[l.a().device()] = l.b().device();
@@ -176,6 +178,25 @@ ApplyResult InProcessDriver::ApplyNow(const v1::DeviceState& desired) {
     }
     if (!first.ok()) fail("thresholds", first);
   }
+  // Quarantine: interfaces Loom shuts (the emulator takes their link down).
+  {
+    std::set<std::string> now(desired.disabled_interfaces().begin(),
+                              desired.disabled_interfaces().end());
+    Status first;
+    for (const auto& ifc : now) {
+      auto it = link_of_.find({dev, ifc});
+      Status s = it == link_of_.end()
+                     ? Status(StatusCode::kNotFound,
+                              "disabled_interfaces: \"" + ifc + "\" is not an interface of " + dev)
+                     : fabric_->SetLinkUp(it->second, false);
+      if (!s.ok() && first.ok()) first = s;
+    }
+    for (const auto& ifc : before.disabled_interfaces()) {
+      auto it = link_of_.find({dev, ifc});
+      if (!now.count(ifc) && it != link_of_.end()) (void)fabric_->SetLinkUp(it->second, true);
+    }
+    if (!first.ok()) fail("disabled_interfaces", first);
+  }
   // What is applied: the desired state without the failed parts (their
   // previous content stays).
   for (const auto& f : r.failures) {
@@ -186,6 +207,9 @@ ApplyResult InProcessDriver::ApplyNow(const v1::DeviceState& desired) {
     if (f.part == "alb_tables") *r.applied.mutable_alb_tables() = before.alb_tables();
     if (f.part == "spray_rules") *r.applied.mutable_spray_rules() = before.spray_rules();
     if (f.part == "thresholds") *r.applied.mutable_thresholds() = before.thresholds();
+    if (f.part == "disabled_interfaces") {
+      *r.applied.mutable_disabled_interfaces() = before.disabled_interfaces();
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   applied_[dev] = r.applied;

@@ -14,9 +14,10 @@
 // reach them, parallel links included); routes -> SetRoute; weights ->
 // SetEcmpWeights (a destination NIC maps to its leaf); dlb -> forwarding mode
 // and DLB profile; alb_tables -> SetAlbTable; spray_rules -> spray priority
-// mask; thresholds -> ECN/PFC. Parts the emulator refuses are reported as
-// failures with the emulator's status; what was applied is the desired state
-// minus the failed parts.
+// mask; thresholds -> ECN/PFC; disabled_interfaces -> the interface's link
+// goes down (SetLinkUp false), and up again when it leaves the list. Parts the emulator refuses are
+// reported as failures with the emulator's status; what was applied is the desired state minus the
+// failed parts.
 #ifndef LOOM_SIM_FABRIC_INPROCESS_DRIVER_H_
 #define LOOM_SIM_FABRIC_INPROCESS_DRIVER_H_
 
@@ -56,6 +57,8 @@ class InProcessDriver final : public loom::southbound::Driver {
   Runner run_;
   std::set<std::string> switches_;
   std::map<std::string, std::string> nic_leaf_;
+  // (device, interface) -> link id
+  std::map<std::pair<std::string, std::string>, std::string> link_of_;
   // (device, neighbor) -> interfaces
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> towards_;
   mutable std::mutex mu_;

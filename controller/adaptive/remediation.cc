@@ -34,9 +34,10 @@ std::vector<RemediationAction> DecideRemediation(const std::vector<RemediationLi
   std::vector<RemediationAction> out;
   for (const RemediationLink& l : links) {
     const std::string dir = l.link_id + " (" + l.tx_device + " -> " + l.rx_device + ")";
+    RemediationCause why = RemediationCause::kOperDown;
     auto add = [&](RemediationKind kind, const std::string& target, double factor,
                    const std::string& cause, const std::string& action) {
-      out.push_back({kind, l.link_id, target, factor, cause, action});
+      out.push_back({kind, why, l.link_id, target, factor, cause, action});
     };
     auto remove = [&](const std::string& cause) {
       add(RemediationKind::kRemoveFromPlacement, l.link_id, 0.0, cause,
@@ -45,10 +46,12 @@ std::vector<RemediationAction> DecideRemediation(const std::vector<RemediationLi
               "re-placed");
     };
     if (l.oper == telemetry::OperStatus::kDown) {
+      why = RemediationCause::kOperDown;
       remove("link " + dir + " oper down");
       continue;
     }
     if (l.dampened) {
+      why = RemediationCause::kFlapping;
       remove("link " + dir + " flapping (suppressed by dampening)");
       continue;
     }
@@ -57,6 +60,7 @@ std::vector<RemediationAction> DecideRemediation(const std::vector<RemediationLi
     const double ratio = l.tx_pps > 0 ? l.errors_pps / l.tx_pps : 0;
     if (l.errors_pps > 0 && (l.errors_pps >= params.error_pps_threshold ||
                              (l.tx_pps > 0 && ratio >= params.error_ratio_threshold))) {
+      why = RemediationCause::kErrors;
       remove("link " + dir + " degraded: " + Num("%.0f", l.errors_pps) + " errors/s (ratio " +
              Num("%.2g", ratio) + ")");
       continue;
@@ -65,6 +69,7 @@ std::vector<RemediationAction> DecideRemediation(const std::vector<RemediationLi
     if (l.nominal_capacity_bps > 0 &&
         l.live_capacity_bps < l.nominal_capacity_bps * (1 - params.capacity_loss_threshold)) {
       const double factor = l.live_capacity_bps / l.nominal_capacity_bps;
+      why = RemediationCause::kCapacityLoss;
       const std::string cause = "link " + dir +
                                 " lost capacity: " + Num("%.0fG", l.live_capacity_bps / 1e9) +
                                 " of " + Num("%.0fG", l.nominal_capacity_bps / 1e9);
@@ -84,6 +89,7 @@ std::vector<RemediationAction> DecideRemediation(const std::vector<RemediationLi
         if (!(l.utilization_history[i] >= params.hotspot_utilization)) hot = false;
       }
       if (hot) {
+        why = RemediationCause::kHotspot;
         add(RemediationKind::kLowerGlbWeight, l.link_id, params.hotspot_weight_factor,
             "link " + dir + " sustained congestion hotspot: utilization >= " +
                 Num("%.0f%%", params.hotspot_utilization * 100) + " for " + std::to_string(k) +
@@ -95,6 +101,7 @@ std::vector<RemediationAction> DecideRemediation(const std::vector<RemediationLi
     }
     const bool storm = l.pfc_stormed || l.pfc_pause_ratio >= params.pause_ratio_threshold;
     if (!storm) continue;
+    why = RemediationCause::kPfcStorm;
     const std::string storm_cause =
         std::string(l.pfc_stormed ? "PFC watchdog stormed" : "PFC pause storm") + " on " + dir +
         " (pause ratio " + Num("%.2f", l.pfc_pause_ratio) + ")";

@@ -71,8 +71,12 @@ enum class RemediationKind {
 
 const char* RemediationKindName(RemediationKind k);
 
+// Which rule fired.
+enum class RemediationCause { kOperDown, kFlapping, kErrors, kCapacityLoss, kHotspot, kPfcStorm };
+
 struct RemediationAction {
   RemediationKind kind = RemediationKind::kRemoveFromPlacement;
+  RemediationCause rule = RemediationCause::kOperDown;
   std::string link_id;
   std::string target;          // The link, or the NIC for NIC actions.
   double weight_factor = 1.0;  // kLowerGlbWeight: multiply the link's GLB weight by this.

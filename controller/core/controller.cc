@@ -35,6 +35,7 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
       topo_(std::move(topo)),
       options_(options),
       placement_(topo_, options.placement),
+      adaptive_(*topo_, options.adaptive),
       prefix_plan_(topo_->topology()),
       reconciler_(
           clock, [this](std::function<void()> f) { boost::asio::post(strand_, std::move(f)); },
@@ -338,6 +339,7 @@ std::set<std::string> Controller::DownLinks() const {
   for (const auto& [id, st] : oper_) {
     if (st == v1::LINK_OPER_STATE_DOWN) down.insert(id);
   }
+  for (const auto& id : adaptive_.removed_links()) down.insert(id);
   return down;
 }
 
@@ -818,6 +820,7 @@ void Controller::PushDesired() {
 
 std::map<std::string, v1::DeviceState> Controller::DesiredStates() const {
   auto desired = placement_.DesiredStates();
+  adaptive_.Decorate(&desired);
   for (auto& [device, state] : desired) prefix_plan_.FillPrefixes(&state);
   return desired;
 }
@@ -862,16 +865,17 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
     changes.emplace_back(links[i].id(), state);
   }
   UpdateLinkGauges();
-  if (changes.empty()) return;
   // Only transitions to or from DOWN matter to placement; first sightings
   // (UNKNOWN -> UP) are recorded quietly.
   bool placement_relevant = false;
   auto saved_oper = oper_;
+  std::vector<std::pair<std::string, bool>> transitions;  // (link, up) for dampening
   for (const auto& [id, state] : changes) {
     v1::LinkOperState before = oper_.count(id) ? oper_[id] : v1::LINK_OPER_STATE_UNKNOWN;
     oper_[id] = state;
     if (state == v1::LINK_OPER_STATE_DOWN || before == v1::LINK_OPER_STATE_DOWN) {
       placement_relevant = true;
+      transitions.emplace_back(id, state != v1::LINK_OPER_STATE_DOWN);
       v1::Event ev = NewEvent(v1::EVENT_TYPE_LINK_OPER_CHANGED, id);
       ev.set_severity(state == v1::LINK_OPER_STATE_DOWN ? v1::SEVERITY_CRITICAL
                                                         : v1::SEVERITY_INFO);
@@ -882,26 +886,74 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
       m.events.push_back(ev);
     }
   }
-  if (!placement_relevant) return;
+  // Remediation and dampening decide which further links leave placement.
+  std::vector<size_t> placement_events;
+  for (size_t i = 0; i < m.events.size(); ++i) placement_events.push_back(i);
+  auto assess = adaptive_.Assess(*snapshot_, clock_.Now(), transitions);
+  for (const auto& a : assess.events) {
+    if (a.placement_result) placement_events.push_back(m.events.size());
+    m.events.push_back(AdaptiveToEvent(a));
+  }
+  placement_relevant |= assess.removed_changed;
+  if (assess.hotspot_onset && options_.reoptimize_interval_ns > 0) reoptimize_pending_ = true;
   loom::te::Placement saved = placement_;
-  placement_.SetDownLinks(DownLinks());
-  size_t first_new = m.events.size();
   std::map<std::string, v1::Job> updated;
-  std::string cause;
-  for (const auto& [id, state] : changes) {
-    cause += (cause.empty() ? "" : ", ") + std::string("link ") + id +
-             (state == v1::LINK_OPER_STATE_DOWN ? " down" : " up");
+  if (placement_relevant) {
+    placement_.SetDownLinks(DownLinks());
+    std::string cause;
+    for (const auto& [id, state] : changes) {
+      if (state != v1::LINK_OPER_STATE_DOWN && saved_oper[id] != v1::LINK_OPER_STATE_DOWN) continue;
+      cause += (cause.empty() ? "" : ", ") + std::string("link ") + id +
+               (state == v1::LINK_OPER_STATE_DOWN ? " down" : " up");
+    }
+    if (assess.removed_changed) cause += std::string(cause.empty() ? "" : ", ") + "remediation";
+    int moved = RecomputeInto(m, cause + " (telemetry)", &updated);
+    for (size_t i : placement_events) {
+      m.events[i].set_result(std::to_string(moved) + " job(s) re-placed");
+    }
   }
-  int moved = RecomputeInto(m, cause + " (telemetry)", &updated);
-  for (size_t i = 0; i < first_new; ++i) {
-    m.events[i].set_result(std::to_string(moved) + " job(s) re-placed");
+  // Balancing with the fabric as placement now sees it.
+  std::map<std::string, std::vector<LeafJob>> leaf_jobs;
+  for (const auto& [id, job] : jobs_) {
+    auto decision = placement_.policy().Evaluate(job);
+    std::map<std::string, LeafJob> mine;
+    for (const auto& ep : job.endpoints()) {
+      const std::string nic = topo_->EndpointNic(ep);
+      const std::string leaf = topo_->NicLeaf(nic);
+      if (leaf.empty()) continue;
+      LeafJob& lj = mine[leaf];
+      lj.job_id = id;
+      if (std::find(lj.nics.begin(), lj.nics.end(), nic) == lj.nics.end()) lj.nics.push_back(nic);
+      lj.spray_eligible = decision.action.spray_eligible();
+      lj.traffic_class = job.traffic_class();
+      if (job.qp_ranges_size() > 0) {
+        lj.qp_first = job.qp_ranges(0).first();
+        lj.qp_last = job.qp_ranges(0).last();
+      }
+    }
+    for (auto& [leaf, lj] : mine) leaf_jobs[leaf].push_back(std::move(lj));
   }
+  auto balance = adaptive_.Balance(*snapshot_, clock_.Now(), placement_.graph(), leaf_jobs);
+  for (const auto& a : balance.events) m.events.push_back(AdaptiveToEvent(a));
+  if (assess.desired_changed || balance.desired_changed) desired_dirty_ = true;
+  if (m.events.empty()) return;
   if (Status s = CommitAndPublish(m); !s.ok()) {
-    placement_ = std::move(saved);
-    oper_ = std::move(saved_oper);
+    if (placement_relevant) {
+      placement_ = std::move(saved);
+      oper_ = std::move(saved_oper);
+    }
     return;
   }
   for (auto& [id, job] : updated) jobs_[id] = job;
+}
+
+v1::Event Controller::AdaptiveToEvent(const AdaptiveEvent& a) {
+  v1::Event ev = NewEvent(a.type, a.subject);
+  ev.set_severity(a.severity);
+  ev.set_cause(a.cause);
+  ev.set_action(a.action);
+  ev.set_result(a.result);
+  return ev;
 }
 
 void Controller::UpdateLinkGauges() {

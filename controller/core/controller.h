@@ -30,6 +30,7 @@
 #include "api/topology/topology_index.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "controller/core/adaptive_engine.h"
 #include "controller/reconciler/reconciler.h"
 #include "controller/store/store.h"
 #include "controller/te/placement.h"
@@ -51,6 +52,8 @@ struct ControllerOptions {
   // Measured demand refines the model; a full recompute (with stability)
   // runs at most this often when it changed. 0 disables refinement.
   TimeNs reoptimize_interval_ns = 10 * kNsPerSec;
+  // GLB, ALB, DLB tuning and remediation (controller/core/adaptive_engine.h).
+  AdaptiveOptions adaptive;
 };
 
 struct PolicyInstallResult {
@@ -161,6 +164,7 @@ class Controller {
                     std::map<std::string, loom::v1::Job>* updated);
   std::set<std::string> DownLinks() const;
   void ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot);
+  loom::v1::Event AdaptiveToEvent(const AdaptiveEvent& a);
   void UpdateLinkGauges();
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
@@ -180,6 +184,7 @@ class Controller {
   std::map<uint64_t, EventSink> subscribers_;
   uint64_t next_subscriber_ = 1;
   loom::te::Placement placement_;
+  AdaptiveEngine adaptive_;
   // NIC prefixes (198.18.0.0/15 plan) for colored routes and renderers.
   loom::southbound::bgp::PrefixPlan prefix_plan_;
   // Desired state of every switch with prefixes filled in.
