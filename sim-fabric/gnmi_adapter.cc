@@ -21,6 +21,9 @@ constexpr const char* kIfLeaves[] = {"oper-status",           "counters/in-octet
 constexpr const char* kQosLeaves[] = {"transmit-pkts", "transmit-octets", "dropped-pkts",
                                       "ecn-marked-pkts", "max-queue-len"};
 constexpr const char* kLoomQosLeaves[] = {"current-queue-len"};
+// Operational port speed as a number (OpenConfig's ethernet/state/port-speed and
+// negotiated-port-speed are enumerations such as SPEED_400GB).
+constexpr const char* kLoomEthLeaves[] = {"operational-speed-bps"};
 constexpr const char* kPfcLeaves[] = {"state/rx-pkts", "state/tx-pkts",
                                       "state/rx-pause-duration-us", "state/tx-pause-duration-us"};
 constexpr const char* kWatchdogLeaves[] = {"watchdog/state/status",
@@ -35,7 +38,7 @@ constexpr const char* kNicLeaves[] = {"np_ecn_marked_roce_packets",
                                       "local_ack_timeout_err"};
 constexpr const char* kAlbLeaves[] = {"transmit-pkts", "transmit-octets", "next-hop"};
 
-enum class ContainerType : uint8_t { kIf, kQos, kLoomQos, kPfc, kNic, kAlb };
+enum class ContainerType : uint8_t { kIf, kLoomEth, kQos, kLoomQos, kPfc, kNic, kAlb };
 
 gnmi::PathElem Elem(const std::string& name) {
   gnmi::PathElem e;
@@ -65,6 +68,15 @@ gnmi::Path IfPrefix(const std::string& ifc) {
   gnmi::Path p;
   *p.add_elem() = Elem("interfaces");
   *p.add_elem() = Elem("interface", "name", ifc);
+  *p.add_elem() = Elem("state");
+  return p;
+}
+gnmi::Path LoomEthPrefix(const std::string& ifc) {
+  gnmi::Path p;
+  p.set_origin("loom");
+  *p.add_elem() = Elem("interfaces");
+  *p.add_elem() = Elem("interface", "name", ifc);
+  *p.add_elem() = Elem("ethernet");
   *p.add_elem() = Elem("state");
   return p;
 }
@@ -116,6 +128,7 @@ LeafKind KindOf(ContainerType t, std::string_view leaf) {
   if (leaf == "oper-status" || leaf == "watchdog/state/status" || leaf == "next-hop") {
     return LeafKind::kState;
   }
+  if (t == ContainerType::kLoomEth) return LeafKind::kState;  // changes rarely: ON_CHANGE
   if (t == ContainerType::kQos && leaf == "max-queue-len") return LeafKind::kPeak;
   if (t == ContainerType::kLoomQos) return LeafKind::kGauge;
   return LeafKind::kCounter;
@@ -271,6 +284,9 @@ std::vector<std::string> CatalogueLeafPaths() {
   std::vector<std::string> out;
   const std::string itf = "/interfaces/interface[name=*]/state/";
   for (const char* l : kIfLeaves) out.push_back(itf + l);
+  for (const char* l : kLoomEthLeaves) {
+    out.push_back(std::string("loom:/interfaces/interface[name=*]/ethernet/state/") + l);
+  }
   const std::string q =
       "/qos/interfaces/interface[interface-id=*]/output/queues/queue[name=*]/state/";
   for (const char* l : kQosLeaves) out.push_back(q + l);
@@ -334,6 +350,9 @@ struct SnapshotBuilder::DeviceState {
       const int ii = static_cast<int>(i);
       AddContainer(s.get(), IfPrefix(ifaces[i]), ContainerType::kIf, kIfLeaves);
       sources.push_back({ContainerType::kIf, ii, 0, 0});
+      // Right after kIf: Capture() reads its value from the same InterfaceCounters.
+      AddContainer(s.get(), LoomEthPrefix(ifaces[i]), ContainerType::kLoomEth, kLoomEthLeaves);
+      sources.push_back({ContainerType::kLoomEth, ii, 0, 0});
       if (is_switch) {
         for (int q = 0; q < kPriorities; ++q) {
           AddContainer(s.get(), QosPrefix(ifaces[i], q, false), ContainerType::kQos, kQosLeaves);
@@ -505,6 +524,11 @@ std::shared_ptr<const FabricSnapshot> SnapshotBuilder::Capture() {
           }
           break;
         }
+        case ContainerType::kLoomEth:
+          // Follows the kIf container of the same interface: `ic` is current.
+          // The current (possibly degraded, Fabric::DegradeLink) speed.
+          v.push_back(U(ic.capacity_bps <= 0 ? 0 : static_cast<uint64_t>(ic.capacity_bps + 0.5)));
+          break;
         case ContainerType::kQos: {
           qc = QueueCounters();
           (void)fabric_.GetQueueCounters(d.name, ifc, src.index, &qc);
@@ -857,6 +881,7 @@ gnmi::CapabilityResponse CapabilitiesResponse() {
   };
   add("openconfig-interfaces", "OpenConfig working group", "3.0.0");
   add("openconfig-qos", "OpenConfig working group", "0.11.0");
+  add("loom-interfaces", "Loom", "1.0.0");
   add("loom-qos", "Loom", "1.0.0");
   add("loom-pfc", "Loom", "1.0.0");
   add("loom-nic", "Loom", "1.0.0");

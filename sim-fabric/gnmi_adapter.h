@@ -23,8 +23,11 @@
 // - InProcessTelemetry: the same sessions driven in virtual time, delivering
 //   into a telemetry::TelemetrySink (no gRPC, no threads).
 //
-// Catalogue served (exactly telemetry/README.md): OpenConfig interface state
-// and counters (switches and NICs); OpenConfig qos output queues "0".."7"
+// Catalogue served (telemetry/README.md, plus the loom port speed below):
+// OpenConfig interface state and counters (switches and NICs); loom
+// operational port speed, loom:/interfaces/interface[name=*]/ethernet/state/
+// operational-speed-bps (b/s, the current speed: Fabric::DegradeLink lowers it;
+// a state leaf, ON_CHANGE under TARGET_DEFINED); OpenConfig qos output queues "0".."7"
 // (transmit-pkts, transmit-octets, dropped-pkts, ecn-marked-pkts,
 // max-queue-len) and loom current-queue-len (switches); loom PFC per priority
 // (switches and NICs) and PFC watchdog (switches); loom NIC RoCE counters
@@ -89,7 +92,7 @@ enum class LeafKind : uint8_t {
   kCounter,  // counter64, sampled
   kGauge,    // gauge64, sampled
   kPeak,     // per-interval watermark (max-queue-len)
-  kState,    // enumeration / string; ON_CHANGE under TARGET_DEFINED
+  kState,    // enumeration / string / rarely changing number; ON_CHANGE under TARGET_DEFINED
 };
 
 struct LeafValue {

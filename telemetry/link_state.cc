@@ -186,6 +186,8 @@ struct Port {
   std::array<PfcSlot, 8> pfc;
   std::array<Counter, kNumNic> nic;
   uint32_t resets = 0;
+  // loom operational-speed-bps as last reported (b/s); 0 = not reported.
+  uint64_t speed_bps = 0;
 };
 
 struct AlbSlot {
@@ -350,6 +352,26 @@ struct LinkStateTable::Impl {
       if (!GetUint(val, &v)) return Bad();
       if (id == kIgnored) return true;
       Feed(p->c[id], ts, v, arrival, &p->resets);
+      return true;
+    }
+    if (root == "interfaces" && loom) {
+      // loom:/interfaces/interface[name=<if>]/ethernet/state/operational-speed-bps:
+      // a gauge (b/s). 0 = the device does not know (clears an earlier value);
+      // above twice the link's nominal capacity is absurd (bad value).
+      if (n != 5 || !Is(*e[1], "interface") || !Is(*e[2], "ethernet") || !Is(*e[3], "state") ||
+          !Is(*e[4], "operational-speed-bps")) {
+        return Unknown();
+      }
+      Port* p = port_of(*e[1], "name");
+      if (p == nullptr) return Unknown();
+      uint64_t v;
+      if (!GetUint(val, &v)) return Bad();
+      const int64_t nominal = capacity[p->link];
+      if ((nominal > 0 && v > 2 * static_cast<uint64_t>(nominal)) ||
+          v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return Bad();
+      }
+      p->speed_bps = v;
       return true;
     }
     if (root == "qos" && (oc || loom)) {
@@ -625,6 +647,7 @@ std::vector<LinkDirectionState> LinkStateTable::Compute(TimeNs now_ns) const {
       s.tx_device = d == 0 ? &link.a().device() : &link.b().device();
       s.rx_device = d == 0 ? &link.b().device() : &link.a().device();
       s.capacity_bps = link.capacity_bps();
+      s.live_capacity_bps = s.capacity_bps;
       const int txi = d == 0 ? pa : pb;
       const int rxi = d == 0 ? pb : pa;
       if (txi < 0 || rxi < 0) continue;
@@ -686,6 +709,17 @@ std::vector<LinkDirectionState> LinkStateTable::Compute(TimeNs now_ns) const {
         s.oper = OperStatus::kDown;
       } else if (tx.oper == OperStatus::kUp || rx.oper == OperStatus::kUp) {
         s.oper = OperStatus::kUp;
+      }
+      // Live capacity: the lower of the ends' reported operational speeds,
+      // never above the nominal capacity; nominal when neither end reported.
+      uint64_t speed = 0;
+      for (const Port* end : {&tx, &rx}) {
+        if (end->speed_bps > 0 && (speed == 0 || end->speed_bps < speed)) speed = end->speed_bps;
+      }
+      if (speed > 0) {
+        s.live_capacity_bps = s.capacity_bps > 0
+                                  ? std::min(s.capacity_bps, static_cast<int64_t>(speed))
+                                  : static_cast<int64_t>(speed);
       }
       s.counter_resets = tx.resets + rx.resets;
       s.stale = !s.has_rate || IsStale(s.last_fresh_ns, now_ns, options_.staleness);

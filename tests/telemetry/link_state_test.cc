@@ -135,6 +135,69 @@ TEST_F(LinkStateTest, NicCnpCountersMapToDirections) {
   EXPECT_DOUBLE_EQ(Dir("nic-0", "leaf-0", Direction::kDown, 2 * kSec).cnp_pps, 300);
 }
 
+TEST_F(LinkStateTest, OperationalSpeedSetsLiveCapacity) {
+  const std::string leaf_eth = "loom:/interfaces/interface[name=Ethernet0]/ethernet/state";
+  const std::string spine_eth = "loom:/interfaces/interface[name=Ethernet0]/ethernet/state";
+  // Nothing reported: live capacity is the nominal 400G.
+  EXPECT_EQ(Dir("leaf-0", "spine-0", Direction::kUp, 1 * kSec).live_capacity_bps, testing::k400G);
+
+  // leaf-0 reports 200G on its port towards spine-0: both directions see it.
+  EXPECT_EQ(
+      table_.Apply("leaf-0",
+                   Note(kDev + kSec, leaf_eth, {{"operational-speed-bps", U(200'000'000'000)}}),
+                   1 * kSec),
+      0u);
+  EXPECT_EQ(Dir("leaf-0", "spine-0", Direction::kUp, 1 * kSec).live_capacity_bps, 200'000'000'000);
+  EXPECT_EQ(Dir("leaf-0", "spine-0", Direction::kDown, 1 * kSec).live_capacity_bps,
+            200'000'000'000);
+  // Other links are untouched.
+  EXPECT_EQ(Dir("leaf-0", "spine-1", Direction::kUp, 1 * kSec).live_capacity_bps, testing::k400G);
+
+  // The other end reports less: the minimum of both ends wins.
+  table_.Apply("spine-0",
+               Note(kDev + kSec, spine_eth, {{"operational-speed-bps", U(100'000'000'000)}}),
+               1 * kSec);
+  EXPECT_EQ(Dir("leaf-0", "spine-0", Direction::kUp, 1 * kSec).live_capacity_bps, 100'000'000'000);
+
+  // Utilization stays relative to the nominal capacity: 100 Gb/s on a 400G link.
+  OutOctets("leaf-0", "Ethernet0", 1, 0, 1 * kSec);
+  OutOctets("leaf-0", "Ethernet0", 2, 12'500'000'000, 2 * kSec);
+  LinkDirectionState up = Dir("leaf-0", "spine-0", Direction::kUp, 2 * kSec);
+  EXPECT_DOUBLE_EQ(up.tx_bps, 100e9);
+  EXPECT_DOUBLE_EQ(up.utilization, 0.25);
+  EXPECT_EQ(up.capacity_bps, testing::k400G);
+
+  // Bad values are counted and change nothing: NaN, negative, above 2x nominal.
+  gnmi::TypedValue nan, neg;
+  nan.set_double_val(std::numeric_limits<double>::quiet_NaN());
+  neg.set_int_val(-400);
+  const uint64_t bad_before = table_.stats().bad_value;
+  EXPECT_EQ(table_.Apply("spine-0",
+                         Note(kDev + 2 * kSec, spine_eth,
+                              {{"operational-speed-bps", nan},
+                               {"operational-speed-bps", neg},
+                               {"operational-speed-bps", U(800'000'000'001)}}),
+                         2 * kSec),
+            3u);
+  EXPECT_EQ(table_.stats().bad_value, bad_before + 3);
+  EXPECT_EQ(Dir("leaf-0", "spine-0", Direction::kUp, 2 * kSec).live_capacity_bps, 100'000'000'000);
+
+  // Speed above nominal (up to 2x) is accepted but live capacity never exceeds
+  // nominal; 0 means "unknown" and clears that end's value.
+  table_.Apply("spine-0",
+               Note(kDev + 3 * kSec, spine_eth, {{"operational-speed-bps", U(800'000'000'000)}}),
+               3 * kSec);
+  EXPECT_EQ(Dir("leaf-0", "spine-0", Direction::kUp, 3 * kSec).live_capacity_bps, 200'000'000'000);
+  table_.Apply("leaf-0", Note(kDev + 3 * kSec, leaf_eth, {{"operational-speed-bps", U(0)}}),
+               3 * kSec);
+  EXPECT_EQ(Dir("leaf-0", "spine-0", Direction::kUp, 3 * kSec).live_capacity_bps, testing::k400G);
+
+  // Unknown leaves under the loom interface tree are unknown paths.
+  const uint64_t unknown_before = table_.stats().unknown_path;
+  table_.Apply("leaf-0", Note(kDev + 4 * kSec, leaf_eth, {{"port-speed", U(1)}}), 4 * kSec);
+  EXPECT_EQ(table_.stats().unknown_path, unknown_before + 1);
+}
+
 TEST_F(LinkStateTest, OperDownForcesBandZero) {
   OutOctets("leaf-2", "Ethernet1", 1, 0, 1 * kSec);
   OutOctets("leaf-2", "Ethernet1", 2, 1000, 2 * kSec);

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "api/topology/topology_index.h"
 #include "gtest/gtest.h"
+#include "telemetry/link_state.h"
 #include "telemetry/path.h"
 #include "tests/sim/gnmi/gnmi_test_util.h"
 
@@ -34,6 +36,19 @@ gnmi::GetRequest GetReq(const std::string& target, const std::string& path) {
   req.mutable_prefix()->set_target(target);
   EXPECT_TRUE(telemetry::ParsePath(path, req.add_path()).ok()) << path;
   return req;
+}
+
+// The collector's default subscriptions for every device, plus the loom
+// operational port speed (ON_CHANGE), which telemetry::SwitchSubscriptions /
+// NicSubscriptions do not list yet.
+std::vector<InProcessTarget> TargetsWithSpeed(const Fabric& fabric, TimeNs interval) {
+  std::vector<InProcessTarget> targets = DefaultInProcessTargets(fabric, interval);
+  for (InProcessTarget& t : targets) {
+    t.subscriptions.push_back(
+        {"loom:/interfaces/interface[name=*]/ethernet/state/operational-speed-bps", gnmi::ON_CHANGE,
+         0});
+  }
+  return targets;
 }
 
 size_t CountUpdates(const gnmi::GetResponse& r) {
@@ -250,6 +265,68 @@ TEST(GnmiGeneratorTest, MaxQueueLenIsAPerIntervalPeak) {
   QueueCounters qc;
   ASSERT_TRUE(fab->GetQueueCounters(leaf, ifc, 3, &qc).ok());
   EXPECT_GE(qc.watermark_bytes, busy_peak);
+}
+
+TEST(GnmiGeneratorTest, DegradedLinkShowsAsLiveCapacityInLinkTelemetry) {
+  SmallFabric f;
+  topology::TopologyIndex index(f.topo);
+  telemetry::LinkStateOptions lso;
+  lso.staleness.sample_interval_ns = 10 * kNsPerMs;
+  VirtualClock clock;
+  telemetry::LinkTelemetry links(index, lso, &clock);
+  RecordingSink record;
+  InProcessTelemetry tel(f.fabric.get(), Opts(), TargetsWithSpeed(*f.fabric, 10 * kNsPerMs),
+                         &links);
+  InProcessTelemetry rec(f.fabric.get(), Opts(), TargetsWithSpeed(*f.fabric, 10 * kNsPerMs),
+                         &record);
+  ASSERT_TRUE(tel.Start().ok());
+  ASSERT_TRUE(rec.Start().ok());
+  auto run_until = [&](TimeNs t) {
+    while (f.fabric->now() < t) {
+      f.fabric->Step();
+      tel.OnStep();
+      rec.OnStep();
+    }
+    clock.Set(f.fabric->now());
+  };
+  int uplink = -1;
+  for (int i = 0; i < f.topo.links_size(); ++i) {
+    if (f.topo.links(i).id() == f.uplink_id) uplink = i;
+  }
+  ASSERT_GE(uplink, 0);
+
+  run_until(30 * kNsPerMs);
+  telemetry::LinkSnapshot snap = links.Snapshot();
+  ASSERT_EQ(snap.links.size(), 2u * static_cast<size_t>(f.topo.links_size()));
+  for (const auto& d : snap.links) {
+    EXPECT_EQ(d.live_capacity_bps, d.capacity_bps) << *d.link_id;
+    EXPECT_EQ(d.capacity_bps, 100'000'000'000) << *d.link_id;
+  }
+
+  ASSERT_TRUE(f.fabric->DegradeLink(f.uplink_id, 0.5, 0).ok());
+  run_until(40 * kNsPerMs);
+  // The adapter reports half speed on both ends of the degraded link (once, ON_CHANGE).
+  const std::string leaf_speed = "loom:/interfaces/interface[name=" + f.uplink_leaf_if +
+                                 "]/ethernet/state/operational-speed-bps";
+  auto speeds = Select(record.samples(), f.leaf0, leaf_speed);
+  ASSERT_EQ(speeds.size(), 2u);
+  EXPECT_EQ(speeds[0].value.uint_val(), 100'000'000'000u);
+  EXPECT_EQ(speeds[1].value.uint_val(), 50'000'000'000u);
+
+  snap = links.Snapshot();
+  for (const auto& d : snap.links) {
+    const int64_t want = d.link_index == uplink ? 50'000'000'000 : 100'000'000'000;
+    EXPECT_EQ(d.live_capacity_bps, want) << *d.link_id;
+    EXPECT_EQ(d.capacity_bps, 100'000'000'000) << *d.link_id;
+  }
+  EXPECT_EQ(snap.stats.bad_value, 0u);
+  EXPECT_EQ(snap.stats.unknown_path, 0u);
+
+  // Restored: back to nominal.
+  ASSERT_TRUE(f.fabric->DegradeLink(f.uplink_id, 1.0, 0).ok());
+  run_until(50 * kNsPerMs);
+  EXPECT_EQ(links.Snapshot().links[2 * static_cast<size_t>(uplink)].live_capacity_bps,
+            100'000'000'000);
 }
 
 }  // namespace
