@@ -192,6 +192,26 @@ struct Fabric::Impl {
     uint8_t storm_mask = 0;
     double np_cnp_sent = 0, np_marked = 0, rp_handled = 0, rp_ignored = 0, oos = 0, tx = 0, rx = 0,
            storm_events = 0;
+    // Transmit bursts (NicCounters::tx_bursts ...): end of the last step in which the NIC
+    // sent on the wire (-1 = never), bursts started, idle ns between bursts, and the lowest
+    // per-QP send rate of the latest burst (0 = none sampled yet).
+    TimeNs tx_busy_until = -1;
+    uint64_t tx_bursts = 0;
+    TimeNs tx_idle_ns = 0;
+    double tx_min_rate_bps = 0;
+    // A step (or a jump) starting at `t` sends: a new burst when the NIC sent nothing in
+    // the step before.
+    void TxBusy(TimeNs t, TimeNs until) {
+      if (tx_busy_until < t) {
+        if (tx_busy_until >= 0) tx_idle_ns += t - tx_busy_until;
+        ++tx_bursts;
+        tx_min_rate_bps = 0;
+      }
+      tx_busy_until = until;
+    }
+    void TxRate(double bps) {
+      if (bps > 0 && (tx_min_rate_bps == 0 || bps < tx_min_rate_bps)) tx_min_rate_bps = bps;
+    }
   };
   struct Hop {
     int q = -1, ing = -1, alb = -1;
@@ -1231,6 +1251,7 @@ void Fabric::Impl::Sources() {
     if (keep == 0) continue;
     active_nics[keep_nics++] = nic_index;
     if (dem.empty()) continue;
+    nic.TxBusy(t, t + step);  // every demand is > 0: the NIC sends in this step
     const double line = std::min(nic.line_bps, np.cap_bps);
     double np_out = 0;
     // Water-filling: fair share of the line among QPs, each capped by its demand.
@@ -1263,6 +1284,8 @@ void Fabric::Impl::Sources() {
       qp.sent += bytes;
       qp.lifetime_sent += bytes;
       nic.tx += bytes;
+      // Packet spacing of this flow; a transfer's last (partial) step is no spacing.
+      if (qp.sent < qp.total - kEps) nic.TxRate(d.bps);
       if (rp_on) qp.rp.OnBytesSent(bytes, t);
       // The NIC never queues (it sends at most its line rate and stops when
       // paused), so its egress hop is accounted here and bytes go straight to
@@ -1839,6 +1862,10 @@ void Fabric::Impl::ApplyJump(int64_t n) {
     if (sent > 0) {
       Nic& nic = nics[qp.src];
       nic.tx += sent;
+      // The NIC sent in the step before the jump too (quiescent: same amounts), so this
+      // continues its burst; a jump never contains a transfer's last step.
+      nic.TxBusy(t0, t0 + n * step);
+      nic.TxRate(qp.send_bps);
       qp.last_send = t_last;
       if (nic.params.enabled) {
         qp.rp.OnBytesSent(sent, t_last);
@@ -2261,6 +2288,10 @@ Status Fabric::GetNicCounters(const std::string& nic, NicCounters* out) const {
   out->tx_bytes = U(n.tx);
   out->rx_bytes = U(n.rx);
   out->tx_pause_storm_warning_events = U(n.storm_events);
+  out->tx_bursts = n.tx_bursts;
+  out->tx_idle_ns = static_cast<uint64_t>(n.tx_idle_ns);
+  out->tx_max_spacing_ns =
+      n.tx_min_rate_bps > 0 ? U(opt_.mtu_bytes * 8e9 / n.tx_min_rate_bps) : uint64_t{0};
   return Status::Ok();
 }
 

@@ -29,13 +29,11 @@ constexpr const char* kPfcLeaves[] = {"state/rx-pkts", "state/tx-pkts",
 constexpr const char* kWatchdogLeaves[] = {"watchdog/state/status",
                                            "watchdog/state/deadlock-detected",
                                            "watchdog/state/deadlock-restored"};
-constexpr const char* kNicLeaves[] = {"np_ecn_marked_roce_packets",
-                                      "np_cnp_sent",
-                                      "rp_cnp_handled",
-                                      "rp_cnp_ignored",
-                                      "out_of_sequence",
-                                      "packet_seq_err",
-                                      "local_ack_timeout_err"};
+constexpr const char* kNicLeaves[] = {"np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled",
+                                      "rp_cnp_ignored", "out_of_sequence", "packet_seq_err",
+                                      "local_ack_timeout_err",
+                                      // loom transmit-burst leaves (no mlx5 equivalent)
+                                      "tx_bursts", "tx_idle_ns", "tx_max_spacing_ns"};
 constexpr const char* kAlbLeaves[] = {"transmit-pkts", "transmit-octets", "next-hop"};
 
 enum class ContainerType : uint8_t { kIf, kLoomEth, kQos, kLoomQos, kPfc, kNic, kAlb };
@@ -130,6 +128,8 @@ LeafKind KindOf(ContainerType t, std::string_view leaf) {
   }
   if (t == ContainerType::kLoomEth) return LeafKind::kState;  // changes rarely: ON_CHANGE
   if (t == ContainerType::kQos && leaf == "max-queue-len") return LeafKind::kPeak;
+  // Max spacing of the NIC's latest burst: the peak over a sample interval's ticks.
+  if (t == ContainerType::kNic && leaf == "tx_max_spacing_ns") return LeafKind::kPeak;
   if (t == ContainerType::kLoomQos) return LeafKind::kGauge;
   return LeafKind::kCounter;
 }
@@ -570,7 +570,8 @@ std::shared_ptr<const FabricSnapshot> SnapshotBuilder::Capture() {
           nc = NicCounters();
           (void)fabric_.GetNicCounters(d.name, &nc);
           for (uint64_t x : {nc.np_ecn_marked_roce_packets, nc.np_cnp_sent, nc.rp_cnp_handled,
-                             nc.rp_cnp_ignored, nc.out_of_sequence, uint64_t{0}, uint64_t{0}}) {
+                             nc.rp_cnp_ignored, nc.out_of_sequence, uint64_t{0}, uint64_t{0},
+                             nc.tx_bursts, nc.tx_idle_ns, nc.tx_max_spacing_ns}) {
             v.push_back(U(x));
           }
           break;

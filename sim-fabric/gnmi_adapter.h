@@ -32,8 +32,11 @@
 // max-queue-len) and loom current-queue-len (switches); loom PFC per priority
 // (switches and NICs) and PFC watchdog (switches); loom NIC RoCE counters
 // (NICs, under the NIC's first interface; packet_seq_err and
-// local_ack_timeout_err are always 0: the fluid model has no such events);
-// loom ALB buckets per configured ALB group (group name = destination leaf).
+// local_ack_timeout_err are always 0: the fluid model has no such events),
+// with the loom transmit-burst leaves tx_bursts and tx_idle_ns (counters) and
+// tx_max_spacing_ns (NicCounters; a SAMPLE subscription reports the peak over
+// its interval of the per-tick values, like max-queue-len); loom ALB buckets
+// per configured ALB group (group name = destination leaf).
 //
 // max-queue-len is a per-interval watermark: the snapshot holds the peak since
 // the previous tick (exact when the queue reached a new all-time high in the

@@ -173,6 +173,18 @@ struct NicCounters {
   uint64_t out_of_sequence = 0;
   uint64_t tx_bytes = 0, rx_bytes = 0;
   uint64_t tx_pause_storm_warning_events = 0;
+  // Transmit bursts (loom leaves, no mlx5 equivalent; DLB flowlet-timer tuning input). A
+  // burst is a run of engine steps in which the NIC puts bytes on the wire (intra-host
+  // NVLink transfers do not count); it ends at the first step in which it sends nothing.
+  // Counters are exact under fast-forward (idle jumps are idle time, busy jumps are busy).
+  uint64_t tx_bursts = 0;   // counter: idle -> busy transitions, the NIC's first burst included
+  uint64_t tx_idle_ns = 0;  // counter: idle time between bursts, added when the next burst
+                            // starts (the time before the first burst and after the last
+                            // one is not counted)
+  // gauge: largest per-flow packet spacing in the NIC's latest burst (the one in
+  // progress, else the last one): MTU x 8 / the lowest per-QP send rate in that burst
+  // (fluid model; a transfer's last, partial step is not a rate); 0 = no burst yet.
+  uint64_t tx_max_spacing_ns = 0;
 };
 
 struct AlbBucketCounters {

@@ -82,6 +82,8 @@ enum NicCounter {
   kOutOfSequence,
   kPacketSeqErr,
   kLocalAckTimeoutErr,
+  kTxBursts,
+  kTxIdleNs,
   kNumNic
 };
 // Leaves accepted but not used for link state.
@@ -131,6 +133,8 @@ constexpr LeafName kWdLeaves[] = {
     {"deadlock-detected", kWdDetected},
     {"deadlock-restored", kWdRestored},
 };
+// loom NIC gauge: largest packet spacing in the NIC's latest burst (ns).
+constexpr int kTxMaxSpacing = 300;
 constexpr LeafName kNicLeaves[] = {
     {"np_cnp_sent", kNpCnpSent},
     {"rp_cnp_handled", kRpCnpHandled},
@@ -139,6 +143,9 @@ constexpr LeafName kNicLeaves[] = {
     {"out_of_sequence", kOutOfSequence},
     {"packet_seq_err", kPacketSeqErr},
     {"local_ack_timeout_err", kLocalAckTimeoutErr},
+    {"tx_bursts", kTxBursts},
+    {"tx_idle_ns", kTxIdleNs},
+    {"tx_max_spacing_ns", kTxMaxSpacing},
 };
 constexpr int kAlbPkts = 0;
 constexpr int kAlbOctets = 1;
@@ -188,6 +195,8 @@ struct Port {
   uint32_t resets = 0;
   // loom operational-speed-bps as last reported (b/s); 0 = not reported.
   uint64_t speed_bps = 0;
+  // loom NIC tx_max_spacing_ns as last reported; 0 = unknown.
+  uint64_t tx_max_spacing_ns = 0;
 };
 
 struct AlbSlot {
@@ -465,6 +474,10 @@ struct LinkStateTable::Impl {
       if (id < 0) return Unknown();
       uint64_t v;
       if (!GetUint(val, &v)) return Bad();
+      if (id == kTxMaxSpacing) {
+        p->tx_max_spacing_ns = v;
+        return true;
+      }
       Feed(p->nic[id], ts, v, arrival, &p->resets);
       return true;
     }
@@ -555,6 +568,9 @@ LinkStateTable::LinkStateTable(const topology::TopologyIndex& index, LinkStateOp
         Impl::InitCounter(s.c[kPfcTxPauseUs], 1e6 * options_.max_rate_factor);
       }
       for (Counter& c : p.nic) Impl::InitCounter(c, pkts_max);
+      // Idle time is added in one lump when a burst starts (a long gap can exceed any
+      // per-second bound): no implausibility bound.
+      Impl::InitCounter(p.nic[kTxIdleNs], Max(0));
       im.link_ports[i][side] = it->second;
     }
   }
@@ -702,7 +718,15 @@ std::vector<LinkDirectionState> LinkStateTable::Compute(TimeNs now_ns) const {
 
       const bool tx_nic = im.devices.at(*s.tx_device).is_nic;
       const bool rx_nic = im.devices.at(*s.rx_device).is_nic;
-      if (tx_nic) s.cnp_pps += rate(tx.nic[kRpCnpHandled]);
+      if (tx_nic) {
+        s.cnp_pps += rate(tx.nic[kRpCnpHandled]);
+        // Mean idle gap per burst started in the last counter interval (the two counters
+        // arrive together, so the ratio of their rates is the ratio of their deltas).
+        const Counter& bursts = tx.nic[kTxBursts];
+        const Counter& idle = tx.nic[kTxIdleNs];
+        if (bursts.valid && idle.valid && bursts.rate > 0) s.burst_gap_ns = idle.rate / bursts.rate;
+        s.intra_burst_gap_ns = static_cast<double>(tx.tx_max_spacing_ns);
+      }
       if (rx_nic) s.cnp_pps += rate(rx.nic[kNpCnpSent]);
 
       if (tx.oper == OperStatus::kDown || rx.oper == OperStatus::kDown) {

@@ -93,6 +93,10 @@ RunResult RunRing(bool fast_forward, bool congest) {
     EXPECT_TRUE(f->GetNicCounters(Nic(h), &n).ok());
     r.counters[Nic(h) + "/tx"] = static_cast<double>(n.tx_bytes);
     r.counters[Nic(h) + "/rx"] = static_cast<double>(n.rx_bytes);
+    // Transmit bursts: busy jumps continue a burst, idle jumps are idle time.
+    r.counters[Nic(h) + "/tx_bursts"] = static_cast<double>(n.tx_bursts);
+    r.counters[Nic(h) + "/tx_idle_ns"] = static_cast<double>(n.tx_idle_ns);
+    r.counters[Nic(h) + "/tx_max_spacing_ns"] = static_cast<double>(n.tx_max_spacing_ns);
     r.cnps += n.np_cnp_sent;
   }
   r.ff = f->fast_forward_stats();

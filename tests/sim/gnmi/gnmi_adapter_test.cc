@@ -329,5 +329,71 @@ TEST(GnmiGeneratorTest, DegradedLinkShowsAsLiveCapacityInLinkTelemetry) {
             100'000'000'000);
 }
 
+// NIC burst gaps through the whole telemetry path: a ring all-reduce over 8 NICs with a
+// 500 us compute gap (one transmit burst per iteration per NIC, see
+// tests/sim/nic_burst_test.cc); LinkTelemetry's NIC->leaf direction reports the mean
+// idle gap per burst started in each 2 ms counter interval.
+TEST(GnmiGeneratorTest, NicBurstGapsReachLinkTelemetry) {
+  auto topo = testing::Clos(2, 2, 4, 100e9, 100e9);
+  auto fab = testing::Make(topo, FabricOptions());
+  JobSpec j;
+  j.id = "ring";
+  j.collective = Collective::kRingAllReduce;
+  for (int i = 0; i < 8; ++i) j.ranks.push_back("host00" + std::to_string(i) + "-gpu0");
+  j.message_bytes = 4e6;  // 7 MB per rank per iteration: ~0.56 ms at 100 Gb/s
+  j.iterations = 8;
+  j.compute_gap_ns = 500 * kNsPerUs;
+  std::string err;
+  ASSERT_GE(fab->AddJob(j, &err), 0) << err;
+
+  topology::TopologyIndex index(topo);
+  telemetry::LinkStateOptions lso;
+  lso.staleness.sample_interval_ns = 2 * kNsPerMs;
+  VirtualClock clock;
+  telemetry::LinkTelemetry links(index, lso, &clock);
+  InProcessTelemetry tel(fab.get(), Opts(), DefaultInProcessTargets(*fab, 2 * kNsPerMs), &links);
+  ASSERT_TRUE(tel.Start().ok());
+  const std::string nic = testing::Nic(3);
+  int dir = -1;  // NIC -> leaf
+  for (int i = 0; i < topo.links_size(); ++i) {
+    if (topo.links(i).a().device() == nic) dir = 2 * i;
+    if (topo.links(i).b().device() == nic) dir = 2 * i + 1;
+  }
+  ASSERT_GE(dir, 0);
+
+  int windows_with_bursts = 0, gaps = 0;
+  for (TimeNs t = 2 * kNsPerMs; t <= 14 * kNsPerMs; t += 2 * kNsPerMs) {
+    tel.RunUntil(t);
+    clock.Set(fab->now());
+    const telemetry::LinkSnapshot snap = links.Snapshot();
+    const telemetry::LinkDirectionState& s = snap.links[static_cast<size_t>(dir)];
+    ASSERT_EQ(*s.tx_device, nic);
+    SCOPED_TRACE("t = " + std::to_string(t));
+    if (s.burst_gap_ns > 0) {
+      // The first window holds the NIC's first burst, which ends no gap (it would pull
+      // the mean down); later windows: the compute gap plus the last bytes' latency.
+      if (windows_with_bursts > 0) {
+        EXPECT_GE(s.burst_gap_ns, 500e3);
+        EXPECT_LE(s.burst_gap_ns, 525e3);
+        ++gaps;
+      }
+      EXPECT_GE(s.intra_burst_gap_ns, 327);  // 4096 B at <= 100 Gb/s
+    }
+    NicCounters c;
+    ASSERT_TRUE(fab->GetNicCounters(nic, &c).ok());
+    if (c.tx_bursts > 0) ++windows_with_bursts;
+    // The leaf -> NIC direction carries no burst figures.
+    EXPECT_EQ(snap.links[static_cast<size_t>(dir ^ 1)].burst_gap_ns, 0);
+    EXPECT_EQ(snap.stats.unknown_path, 0u);
+    EXPECT_EQ(snap.stats.bad_value, 0u);
+  }
+  EXPECT_GE(gaps, 3);
+  ASSERT_TRUE(fab->AllJobsDone());
+  // After the job: no new burst, no gap (the idle time after the last burst is not one).
+  tel.RunUntil(20 * kNsPerMs);
+  clock.Set(fab->now());
+  EXPECT_EQ(links.Snapshot().links[static_cast<size_t>(dir)].burst_gap_ns, 0);
+}
+
 }  // namespace
 }  // namespace loom::sim
