@@ -639,6 +639,17 @@ struct Fabric::Impl {
   }
 
   // Picks the egress port at `node` toward `leaf`; -1 when unreachable.
+  // Members are first narrowed to those the QP may use (ColorFilter). Then by mode:
+  //  - kDlbFlowlet: the flowlet's current member (`prefer`) if still allowed, else the
+  //    allowed member of best quality (ties: first in hash order). With group weights
+  //    (SetEcmpWeights, Loom's GLB) the switch combines its local port quality with the
+  //    remote path quality the weights carry, as global load balancing does: a member's
+  //    effective quality is min(Quality(p), floor(7 x w(p) / max w over the allowed
+  //    members)); members of weight 0 (or without a weight) are not allowed while
+  //    another allowed member has a weight > 0. Without weights (or all 0): unchanged.
+  //  - kAlb: the hash's bucket's member when allowed, else as static hash.
+  //  - kStaticHash (and kDlbPerPacket subflows, salted): weighted by the group weights
+  //    when they sum to > 0 over the allowed members, else plain hash over them.
   int Choose(int node, int leaf, Qp& qp, int salt, int prefer, int* alb_slot) {
     const std::vector<int>& members = Group(node, leaf);
     if (members.empty()) return -1;
@@ -652,6 +663,20 @@ struct Fabric::Impl {
       case ForwardingMode::kDlbFlowlet: {
         qp.dlb = true;
         qp.min_inactivity = std::min(qp.min_inactivity, nodes[node].cfg.dlb.inactivity_ns);
+        // GLB weights: remote quality band per member (see above); max_w 0 = none.
+        auto weight = [g](int p) {
+          auto it = g->weights.find(p);
+          return it == g->weights.end() ? 0.0 : it->second;
+        };
+        double max_w = 0;
+        if (g && !g->weights.empty()) {
+          for (int p : allowed) max_w = std::max(max_w, weight(p));
+          if (max_w > 0) {
+            allowed.erase(std::remove_if(allowed.begin(), allowed.end(),
+                                         [&](int p) { return !(weight(p) > 0); }),
+                          allowed.end());
+          }
+        }
         if (prefer >= 0 && std::find(allowed.begin(), allowed.end(), prefer) != allowed.end()) {
           return prefer;
         }
@@ -659,7 +684,10 @@ struct Fabric::Impl {
         int best = -1, best_q = -1;
         for (size_t i = 0; i < n; ++i) {
           const int p = allowed[(h + i) % n];
-          const int qv = Quality(p);
+          int qv = Quality(p);
+          if (max_w > 0) {
+            qv = std::min(qv, static_cast<int>(std::floor(7.0 * weight(p) / max_w)));
+          }
           if (qv > best_q) {
             best_q = qv;
             best = p;
