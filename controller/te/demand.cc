@@ -1,8 +1,6 @@
 #include "controller/te/demand.h"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
 #include <unordered_map>
 
 namespace loom::te {
@@ -17,36 +15,106 @@ double NicLineRate(const loom::topology::TopologyIndex& topo, const std::string&
   return 0;
 }
 
-std::vector<NicDemand> JobDemand(const v1::Job& job, const loom::topology::TopologyIndex& topo,
-                                 double scale) {
-  struct Ep {
-    std::string nic;
-    std::string host;
-  };
-  std::vector<Ep> eps;
-  for (const auto& e : job.endpoints()) {
-    std::string nic = topo.EndpointNic(e);
-    if (nic.empty()) continue;
+namespace {
+
+// Stable counting sort of `in` by key(pair) in [0, keys).
+template <typename Key>
+void CountingSort(const std::vector<IndexedDemand::Pair>& in, size_t keys, Key key,
+                  std::vector<IndexedDemand::Pair>* out) {
+  std::vector<size_t> start(keys + 1, 0);
+  for (const auto& p : in) ++start[key(p) + 1];
+  for (size_t k = 0; k < keys; ++k) start[k + 1] += start[k];
+  out->resize(in.size());
+  for (const auto& p : in) (*out)[start[key(p)]++] = p;
+}
+
+// Rank of each of `nics` (table indexes) among them, in NIC id order.
+std::vector<uint32_t> LocalRanks(const EndpointTable& table, const std::vector<int>& nics) {
+  std::vector<uint32_t> by_rank(nics.size()), rank(nics.size());
+  for (uint32_t k = 0; k < nics.size(); ++k) by_rank[k] = k;
+  std::sort(by_rank.begin(), by_rank.end(),
+            [&](uint32_t a, uint32_t b) { return table.rank(nics[a]) < table.rank(nics[b]); });
+  for (uint32_t r = 0; r < nics.size(); ++r) rank[by_rank[r]] = r;
+  return rank;
+}
+
+}  // namespace
+
+EndpointTable::EndpointTable(const loom::topology::TopologyIndex& topo) {
+  for (const auto& g : topo.topology().gpus()) Add(topo, g.id());
+  for (const auto& d : topo.topology().devices()) {
+    if (d.role() == v1::DEVICE_ROLE_NIC) Add(topo, d.id());
+  }
+  Finish();
+}
+
+EndpointTable::EndpointTable(const loom::topology::TopologyIndex& topo, const v1::Job& job) {
+  for (const auto& e : job.endpoints()) Add(topo, e);
+  Finish();
+}
+
+void EndpointTable::Add(const loom::topology::TopologyIndex& topo, const std::string& endpoint) {
+  if (endpoint_.count(endpoint)) return;
+  std::string nic = topo.EndpointNic(endpoint);
+  if (nic.empty()) return;
+  auto [it, added] = nic_index_.emplace(nic, num_nics());
+  if (added) {
     const auto* d = topo.FindDevice(nic);
-    eps.push_back({nic, d ? d->host() : ""});
+    int host = -1;
+    if (d && !d->host().empty()) {
+      host = host_index_.emplace(d->host(), static_cast<int>(host_index_.size())).first->second;
+    }
+    host_.push_back(host);
+    rate_.push_back(NicLineRate(topo, nic));
+    nic_id_.push_back(std::move(nic));
   }
-  const size_t n = eps.size();
-  // Rates keyed by (source endpoint, destination endpoint) indexes of the
-  // first endpoint of each NIC, so shared NICs merge without string keys.
-  std::unordered_map<std::string, size_t> first_of_nic;
-  std::vector<size_t> nic_rep(n);
-  std::vector<double> line_rate(n);
-  for (size_t i = 0; i < n; ++i) {
-    nic_rep[i] = first_of_nic.emplace(eps[i].nic, i).first->second;
-    line_rate[i] = NicLineRate(topo, eps[i].nic);
+  endpoint_.emplace(endpoint, it->second);
+}
+
+void EndpointTable::Finish() {
+  std::vector<int> by_id(nic_id_.size());
+  for (size_t k = 0; k < by_id.size(); ++k) by_id[k] = static_cast<int>(k);
+  std::sort(by_id.begin(), by_id.end(), [&](int a, int b) { return nic_id(a) < nic_id(b); });
+  rank_.resize(by_id.size());
+  for (size_t r = 0; r < by_id.size(); ++r) {
+    rank_[static_cast<size_t>(by_id[r])] = static_cast<uint32_t>(r);
   }
-  std::unordered_map<uint64_t, double> rates;
+}
+
+int EndpointTable::Find(const std::string& endpoint) const {
+  auto it = endpoint_.find(endpoint);
+  return it == endpoint_.end() ? -1 : it->second;
+}
+
+IndexedDemand JobDemandIndexed(const v1::Job& job, const EndpointTable& table, double scale) {
+  IndexedDemand out;
+  // Per endpoint: its NIC (index into out.nics) and host; per NIC its line rate.
+  std::vector<uint32_t> nic;
+  std::vector<int> host;
+  std::vector<double> nic_rate;
+  std::unordered_map<int, uint32_t> local;
+  nic.reserve(static_cast<size_t>(job.endpoints_size()));
+  host.reserve(static_cast<size_t>(job.endpoints_size()));
+  for (const auto& e : job.endpoints()) {
+    const int t = table.Find(e);
+    if (t < 0) continue;
+    auto [it, added] = local.emplace(t, static_cast<uint32_t>(out.nics.size()));
+    if (added) {
+      out.nics.push_back(t);
+      nic_rate.push_back(table.line_rate(t));
+    }
+    nic.push_back(it->second);
+    host.push_back(table.host(t));
+  }
+  const size_t n = nic.size();
+  if (n < 2) return out;
+  // Contributions in the order the pattern adds them; merged per NIC pair below.
+  std::vector<IndexedDemand::Pair> adds;
   auto add = [&](size_t i, size_t j, double fraction) {
-    if (i == j || nic_rep[i] == nic_rep[j]) return;
-    if (!eps[i].host.empty() && eps[i].host == eps[j].host) return;  // NVLink
-    rates[static_cast<uint64_t>(nic_rep[i]) << 32 | nic_rep[j]] += fraction * line_rate[i] * scale;
+    if (i == j || nic[i] == nic[j]) return;
+    if (host[i] >= 0 && host[i] == host[j]) return;  // NVLink
+    adds.push_back({nic[i], nic[j], fraction * nic_rate[nic[i]] * scale});
   };
-  if (n < 2) return {};
   switch (job.collective()) {
     case v1::COLLECTIVE_PATTERN_RING_ALLREDUCE:
     case v1::COLLECTIVE_PATTERN_ALL_GATHER:
@@ -70,20 +138,47 @@ std::vector<NicDemand> JobDemand(const v1::Job& job, const loom::topology::Topol
       for (size_t i = 0; i + 1 < n; i += 2) add(i, i + 1, 1.0);
       break;
     default:
+      adds.reserve(n * (n - 1));
       for (size_t i = 0; i < n; ++i) {
         for (size_t j = 0; j < n; ++j) add(i, j, 1.0 / static_cast<double>(n - 1));
       }
   }
-  std::vector<NicDemand> out;
-  out.reserve(rates.size());
-  for (const auto& [k, r] : rates) {
-    out.push_back(
-        {eps[static_cast<size_t>(k >> 32)].nic, eps[static_cast<size_t>(k & 0xffffffffu)].nic, r});
+  // Stable counting sorts by source then destination rank (NIC id order) give
+  // (destination, source, order added).
+  const size_t m = out.nics.size();
+  const std::vector<uint32_t> rank = LocalRanks(table, out.nics);
+  std::vector<IndexedDemand::Pair> tmp;
+  CountingSort(
+      adds, m, [&](const auto& p) { return rank[p.src]; }, &tmp);
+  CountingSort(
+      tmp, m, [&](const auto& p) { return rank[p.dst]; }, &adds);
+  // Merge contributions to the same NIC pair (NICs shared by several endpoints),
+  // summed from 0 in the order added, as a map's += would.
+  out.pairs.reserve(adds.size());
+  for (const auto& p : adds) {
+    if (!out.pairs.empty() && out.pairs.back().src == p.src && out.pairs.back().dst == p.dst) {
+      out.pairs.back().rate_bps += p.rate_bps;
+    } else {
+      out.pairs.push_back({p.src, p.dst, 0.0 + p.rate_bps});
+    }
   }
-  // Deterministic order (by source, then destination NIC id).
-  std::sort(out.begin(), out.end(), [](const NicDemand& a, const NicDemand& b) {
-    return std::tie(a.src_nic, a.dst_nic) < std::tie(b.src_nic, b.dst_nic);
-  });
+  return out;
+}
+
+std::vector<NicDemand> JobDemand(const v1::Job& job, const loom::topology::TopologyIndex& topo,
+                                 double scale) {
+  const EndpointTable table(topo, job);
+  IndexedDemand d = JobDemandIndexed(job, table, scale);
+  // By source, then destination NIC id: the pairs are by (destination, source).
+  std::vector<IndexedDemand::Pair> order;
+  const std::vector<uint32_t> rank = LocalRanks(table, d.nics);
+  CountingSort(
+      d.pairs, d.nics.size(), [&](const auto& p) { return rank[p.src]; }, &order);
+  std::vector<NicDemand> out;
+  out.reserve(order.size());
+  for (const auto& p : order) {
+    out.push_back({table.nic_id(d.nics[p.src]), table.nic_id(d.nics[p.dst]), p.rate_bps});
+  }
   return out;
 }
 

@@ -10,7 +10,9 @@
 #ifndef LOOM_CONTROLLER_TE_DEMAND_H_
 #define LOOM_CONTROLLER_TE_DEMAND_H_
 
+#include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "api/topology/topology_index.h"
@@ -35,6 +37,52 @@ struct NicDemand {
 //   point-to-point: endpoint 2i sends to 2i+1 at line rate (pairs).
 std::vector<NicDemand> JobDemand(const loom::v1::Job& job,
                                  const loom::topology::TopologyIndex& topo, double scale = 1.0);
+
+// Endpoints (GPU or NIC ids) resolved to NICs once: per NIC its id, host, line
+// rate and rank in id order. Built for a whole topology (Placement keeps one, so
+// a job's demand needs one hash lookup per endpoint), or for one job's endpoints.
+class EndpointTable {
+ public:
+  // Every GPU and NIC of the topology: O(GPUs + NICs) lookups, O(NICs log NICs).
+  explicit EndpointTable(const loom::topology::TopologyIndex& topo);
+  // The endpoints of one job only.
+  EndpointTable(const loom::topology::TopologyIndex& topo, const loom::v1::Job& job);
+
+  // NIC index of an endpoint, -1 when it resolves to no NIC.
+  int Find(const std::string& endpoint) const;
+  int num_nics() const { return static_cast<int>(nic_id_.size()); }
+  const std::string& nic_id(int n) const { return nic_id_[static_cast<size_t>(n)]; }
+  // Interned host of a NIC (-1: unknown), its line rate, its rank by id.
+  int host(int n) const { return host_[static_cast<size_t>(n)]; }
+  double line_rate(int n) const { return rate_[static_cast<size_t>(n)]; }
+  uint32_t rank(int n) const { return rank_[static_cast<size_t>(n)]; }
+
+ private:
+  void Add(const loom::topology::TopologyIndex& topo, const std::string& endpoint);
+  void Finish();
+
+  std::unordered_map<std::string, int> endpoint_, nic_index_, host_index_;
+  std::vector<std::string> nic_id_;
+  std::vector<int> host_;
+  std::vector<double> rate_;
+  std::vector<uint32_t> rank_;
+};
+
+// JobDemand with NICs as indexes: `nics` are the job's distinct NICs (indexes into
+// the table) in endpoint order, `pairs` the same NIC-to-NIC rates as JobDemand (bit
+// for bit) with src/dst indexing `nics`, ordered by (destination NIC id, source NIC
+// id) — what per-destination placement units need, without string keys. O(N + P +
+// M log M) for N endpoints, P pairs, M distinct NICs (counting sorts by NIC rank).
+struct IndexedDemand {
+  struct Pair {
+    uint32_t src = 0, dst = 0;
+    double rate_bps = 0;
+  };
+  std::vector<int> nics;
+  std::vector<Pair> pairs;
+};
+IndexedDemand JobDemandIndexed(const loom::v1::Job& job, const EndpointTable& table,
+                               double scale = 1.0);
 
 // Line rate of a NIC: its own line_rate_bps, else the capacity of its link.
 double NicLineRate(const loom::topology::TopologyIndex& topo, const std::string& nic);

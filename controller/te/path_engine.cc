@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "common/text.h"
@@ -249,20 +250,73 @@ class Solver {
     on_edge_.resize(static_cast<size_t>(g.num_edges()));
     top_.assign(units.size(), -1);
     candidates_.resize(units.size());
+    // Arena size: every allowed top of every unit with a path from each source plus
+    // the shared downlink (2-tier), or up to 4 edges per source (3-tier).
+    size_t reserve = 0;
+    for (const Unit& unit : units) {
+      size_t tops = unit.allowed.empty() ? static_cast<size_t>(g.num_tops()) : unit.allowed.size();
+      reserve += tops * (g.three_tier() ? 4 * unit.sources.size() : unit.sources.size() + 1);
+    }
+    arena_.reserve(reserve);
     std::vector<int> edges;
+    std::vector<double> rates;
     for (size_t u = 0; u < units.size(); ++u) {
       const Unit& unit = units[u];
-      std::vector<int> allowed = unit.allowed;
-      if (allowed.empty()) {
-        allowed.resize(static_cast<size_t>(g.num_tops()));
-        std::iota(allowed.begin(), allowed.end(), 0);
+      const size_t num_allowed =
+          unit.allowed.empty() ? static_cast<size_t>(g.num_tops()) : unit.allowed.size();
+      candidates_[u].reserve(num_allowed);
+      // 2-tier units whose sources sit on distinct leaves other than the destination's
+      // (what Placement builds): a path is the sources' uplinks to t, which are distinct
+      // edges, and t's downlink to the destination, shared by every source and carrying
+      // their summed rate. The general code below sorts (edge, rate) entries and merges
+      // equal edges; this builds the same entries, summed in the same order (ascending
+      // rate), without the per-candidate sort of 2 x sources entries.
+      bool direct = !g.three_tier() && unit.dst_leaf >= 0 && !unit.sources.empty();
+      for (size_t i = 0; direct && i < unit.sources.size(); ++i) {
+        const int src = unit.sources[i].first;
+        direct = src >= 0 && src < g.num_leaves() && src != unit.dst_leaf &&
+                 (i == 0 || src > unit.sources[i - 1].first);
       }
-      candidates_[u].reserve(allowed.size());
-      for (int t : allowed) {
+      double down_rate = 0;
+      if (direct) {
+        rates.clear();
+        for (const auto& s : unit.sources) rates.push_back(s.second);
+        std::sort(rates.begin(), rates.end());
+        down_rate = rates[0];
+        for (size_t i = 1; i < rates.size(); ++i) down_rate += rates[i];
+      }
+      for (size_t k = 0; k < num_allowed; ++k) {
+        const int t = unit.allowed.empty() ? static_cast<int>(k) : unit.allowed[k];
         if (t < 0 || t >= g.num_tops()) continue;
         // Edges go to one arena (no allocation per candidate); spans are
         // pointed at it once the arena stops growing.
         const size_t off = arena_.size();
+        if (direct) {
+          const int down = g.DownEdge(unit.dst_leaf, t);
+          bool ok = down >= 0;
+          for (size_t i = 0; ok && i < unit.sources.size(); ++i) {
+            const int up = g.UpEdge(unit.sources[i].first, t);
+            if (up < 0) {
+              ok = false;
+              break;
+            }
+            arena_.emplace_back(up, unit.sources[i].second);
+          }
+          if (!ok) {
+            arena_.resize(off);
+            continue;
+          }
+          arena_.emplace_back(down, down_rate);
+          // Edge ids are distinct: order by id (insertion sort, few entries).
+          for (size_t i = off + 1; i < arena_.size(); ++i) {
+            auto x = arena_[i];
+            size_t j = i;
+            for (; j > off && arena_[j - 1].first > x.first; --j) arena_[j] = arena_[j - 1];
+            arena_[j] = x;
+          }
+          candidates_[u].push_back(Candidate{t, {off, arena_.size() - off}});
+          continue;
+        }
         bool ok = unit.dst_leaf >= 0;
         for (const auto& [src, rate] : unit.sources) {
           if (!ok) break;
@@ -542,9 +596,10 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
   keep.Improve(movable, params.max_improvement_rounds);
 
   Solver* chosen = &keep;
-  Solver fresh(g, units, paths, base_load);
+  std::optional<Solver> fresh_solver;  // full recompute only
   bool adopted = false;
   if (mode == PlacementMode::kFull) {
+    Solver& fresh = fresh_solver.emplace(g, units, paths, base_load);
     std::vector<size_t> all;
     std::vector<bool> all_movable(units.size(), true);
     for (size_t u = 0; u < units.size(); ++u) {

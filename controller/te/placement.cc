@@ -28,8 +28,19 @@ std::string Join(const std::vector<std::string>& v) {
 
 Placement::Placement(std::shared_ptr<const loom::topology::TopologyIndex> topo,
                      PlacementParams params)
-    : topo_(std::move(topo)), params_(params), graph_(FabricGraph::Build(*topo_, {})) {
+    : topo_(std::move(topo)),
+      params_(params),
+      graph_(FabricGraph::Build(*topo_, {})),
+      endpoints_(*topo_) {
   load_.assign(static_cast<size_t>(graph_.num_edges()), 0.0);
+  IndexNicLeaves();
+}
+
+void Placement::IndexNicLeaves() {
+  nic_leaf_.resize(static_cast<size_t>(endpoints_.num_nics()));
+  for (int n = 0; n < endpoints_.num_nics(); ++n) {
+    nic_leaf_[static_cast<size_t>(n)] = graph_.NicLeaf(endpoints_.nic_id(n));
+  }
 }
 
 void Placement::SetPolicy(const v1::PolicySet& set) {
@@ -42,6 +53,7 @@ bool Placement::SetDownLinks(const std::set<std::string>& down) {
   if (down == down_) return false;
   down_ = down;
   graph_ = FabricGraph::Build(*topo_, down_);
+  IndexNicLeaves();
   return true;
 }
 
@@ -139,25 +151,44 @@ std::vector<int> Placement::AllowedTops(const JobRec& rec) const {
 
 void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& current) const {
   rec.units.clear();
-  std::map<std::string, std::map<int, double>> by_dst;  // dst nic -> src leaf -> rate
   const double scale = DemandScale(rec.job.job_id());
-  rec.modelled.clear();
-  for (const auto& d : JobDemand(rec.job, *topo_, scale)) {
-    rec.modelled[d.src_nic] += d.rate_bps / scale;
-    int src = graph_.NicLeaf(d.src_nic), dst = graph_.NicLeaf(d.dst_nic);
-    if (src < 0 || dst < 0 || src == dst) continue;  // local to a leaf: no fabric path
-    by_dst[d.dst_nic][src] += d.rate_bps;
-  }
+  rec.modelled_scale = scale;
+  rec.modelled_valid = false;  // ModelledNicRates computes it when asked
+  // One unit per destination NIC (in id order) with the rates from each source leaf,
+  // summed in source NIC id order; intra-leaf traffic has no fabric path.
+  IndexedDemand d = JobDemandIndexed(rec.job, endpoints_, scale);
+  std::vector<int> leaf(d.nics.size());
+  for (size_t k = 0; k < d.nics.size(); ++k) leaf[k] = nic_leaf_[static_cast<size_t>(d.nics[k])];
   std::vector<int> allowed = AllowedTops(rec);
-  for (const auto& [dst, sources] : by_dst) {
+  if (allowed.empty()) allowed = {-1};  // nothing allowed: no candidate matches
+  std::vector<double> from_leaf(static_cast<size_t>(graph_.num_leaves()), 0.0);
+  std::vector<int> touched;
+  for (size_t i = 0; i < d.pairs.size();) {
+    const uint32_t dst = d.pairs[i].dst;
+    const int dst_leaf = leaf[dst];
+    touched.clear();
+    for (; i < d.pairs.size() && d.pairs[i].dst == dst; ++i) {
+      const int src = leaf[d.pairs[i].src];
+      if (src < 0 || dst_leaf < 0 || src == dst_leaf) continue;
+      double& sum = from_leaf[static_cast<size_t>(src)];
+      if (sum == 0.0 && std::find(touched.begin(), touched.end(), src) == touched.end()) {
+        touched.push_back(src);
+      }
+      sum += d.pairs[i].rate_bps;
+    }
+    if (touched.empty()) continue;
+    std::sort(touched.begin(), touched.end());
     Unit u;
     u.job_id = rec.job.job_id();
-    u.dst_nic = dst;
-    u.dst_leaf = graph_.NicLeaf(dst);
-    u.sources.assign(sources.begin(), sources.end());
+    u.dst_nic = endpoints_.nic_id(d.nics[dst]);
+    u.dst_leaf = dst_leaf;
+    u.sources.reserve(touched.size());
+    for (int l : touched) {
+      u.sources.emplace_back(l, from_leaf[static_cast<size_t>(l)]);
+      from_leaf[static_cast<size_t>(l)] = 0.0;
+    }
     u.allowed = allowed;
-    if (allowed.empty()) u.allowed = {-1};  // nothing allowed: no candidate matches
-    if (auto it = current.find(dst); it != current.end()) u.current = it->second;
+    if (auto it = current.find(u.dst_nic); it != current.end()) u.current = it->second;
     rec.units.push_back(std::move(u));
   }
 }
@@ -199,7 +230,6 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   JobRec& rec = jobs_[job.job_id()];
   rec.job = job;
   rec.decision = policy_.Evaluate(job);
-  rec.modelled.clear();
   BuildUnits(rec, current);
   PlacementResult r = Place(graph_, rec.units, params_, PlacementMode::kIncremental, &load_);
   rec.top = r.top;
@@ -225,7 +255,19 @@ double Placement::DemandScale(const std::string& job_id) const {
 
 std::map<std::string, double> Placement::ModelledNicRates(const std::string& job_id) const {
   auto it = jobs_.find(job_id);
-  return it == jobs_.end() ? std::map<std::string, double>{} : it->second.modelled;
+  if (it == jobs_.end()) return {};
+  const JobRec& rec = it->second;
+  if (!rec.modelled_valid) {
+    // From the demand the units were built with (same scale), undone.
+    // Per source NIC, summed in destination NIC id order (the pairs' order).
+    IndexedDemand d = JobDemandIndexed(rec.job, endpoints_, rec.modelled_scale);
+    rec.modelled.clear();
+    for (const auto& p : d.pairs) {
+      rec.modelled[endpoints_.nic_id(d.nics[p.src])] += p.rate_bps / rec.modelled_scale;
+    }
+    rec.modelled_valid = true;
+  }
+  return rec.modelled;
 }
 
 void Placement::Remove(const std::string& job_id) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "api/topology/topology_index.h"
+#include "controller/te/demand.h"
 #include "controller/te/path_engine.h"
 #include "loom/v1/device_state.pb.h"
 #include "loom/v1/job.pb.h"
@@ -86,10 +87,14 @@ class Placement {
     std::vector<Unit> units;
     std::vector<int> top, backup;
     std::vector<std::string> reason;
-    // Modelled send rate per NIC at scale 1 (cached: telemetry asks often).
-    std::map<std::string, double> modelled;
+    // Modelled send rate per NIC at scale 1 (cached: telemetry asks often; computed
+    // on first use after the units were built, with the scale they were built with).
+    mutable std::map<std::string, double> modelled;
+    mutable bool modelled_valid = false;
+    double modelled_scale = 1.0;
   };
 
+  void IndexNicLeaves();
   void BuildUnits(JobRec& rec, const std::map<std::string, int>& current) const;
   std::vector<int> AllowedTops(const JobRec& rec) const;
   void RecomputeDedication();
@@ -103,6 +108,9 @@ class Placement {
   loom::policy::PolicyEngine policy_;
   std::set<std::string> down_;
   FabricGraph graph_;
+  // Every endpoint resolved to its NIC once, and each NIC's leaf in graph_ (-1: none).
+  EndpointTable endpoints_;
+  std::vector<int> nic_leaf_;
   std::map<std::string, JobRec> jobs_;
   std::vector<double> load_;  // per edge, all placed units
   double max_utilization_ = 0;

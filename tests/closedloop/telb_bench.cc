@@ -959,11 +959,18 @@ void RunScale(const Args& args) {
       r.hosts * 8, r.hosts, placement.graph().num_leaves(), placement.graph().num_tops(),
       jobs.size(), kinds[v1::COLLECTIVE_PATTERN_RING_ALLREDUCE],
       kinds[v1::COLLECTIVE_PATTERN_ALL_TO_ALL], kinds[v1::COLLECTIVE_PATTERN_PERMUTATION]);
+  // Digest of every result below (assignments with their reasons, chosen tops): equal
+  // digests before and after a change to the path engine mean the same placements.
+  uint64_t digest = 14695981039346656037ull;
+  auto mix = [&digest](const std::string& bytes) {
+    for (unsigned char c : bytes) digest = (digest ^ c) * 1099511628211ull;
+  };
   std::vector<double> arrival_ms;
   for (const auto& j : jobs) {
     double t0 = CpuMs();
-    placement.Upsert(j);
+    v1::PathAssignment a = placement.Upsert(j);
     arrival_ms.push_back(CpuMs() - t0);
+    mix(a.SerializeAsString());
   }
   std::printf(
       "incremental placement as the fabric fills (Upsert, %zu arrivals): p50 %.3f ms  p99 "
@@ -978,7 +985,9 @@ void RunScale(const Args& args) {
     auto changed = placement.Recompute(loom::te::PlacementMode::kFull);
     full_ms.push_back(CpuMs() - t0);
     if (i == 0) changed_first = changed.size();
+    for (const auto& [id, a] : changed) mix(id + a.SerializeAsString());
   }
+  for (const auto& j : jobs) mix(placement.AssignmentOf(j.job_id()).SerializeAsString());
   std::printf(
       "full recompute (Recompute(kFull): units rebuilt from the demand model, keep-vs-fresh "
       "placement, stability check), %zu runs: first %.1f ms (%zu jobs changed), p50 %.1f ms, "
@@ -993,6 +1002,9 @@ void RunScale(const Args& args) {
   auto cold =
       loom::te::Place(g, units, loom::te::PlacementParams{}, loom::te::PlacementMode::kFull);
   double cold_ms = CpuMs() - t0;
+  for (size_t u = 0; u < units.size(); ++u) {
+    mix(std::to_string(cold.top[u]) + "/" + std::to_string(cold.backup[u]) + cold.reason[u]);
+  }
   std::printf(
       "path engine alone, cold (Place(kFull), %zu units, nothing current): %.1f ms; max "
       "utilization %.3f\n",
@@ -1005,8 +1017,9 @@ void RunScale(const Args& args) {
     const v1::Job& j = jobs[std::uniform_int_distribution<size_t>(0, jobs.size() - 1)(rng)];
     placement.Remove(j.job_id());
     double t1 = CpuMs();
-    placement.Upsert(j);
+    v1::PathAssignment a = placement.Upsert(j);
     churn_ms.push_back(CpuMs() - t1);
+    mix(a.SerializeAsString());
     char kind[64];
     std::snprintf(kind, sizeof(kind), "%s %d GPUs",
                   j.collective() == v1::COLLECTIVE_PATTERN_RING_ALLREDUCE ? "ring"
@@ -1023,9 +1036,11 @@ void RunScale(const Args& args) {
   std::printf("\n");
   std::printf(
       "incremental placement in a full fabric (Remove + Upsert of a random job, %d rounds): "
-      "p50 %.3f ms  p99 %.3f ms  max %.3f ms (goal p99 <= 2 ms: %s)\n\n",
+      "p50 %.3f ms  p99 %.3f ms  max %.3f ms (goal p99 <= 2 ms: %s)\n",
       rounds, Percentile(churn_ms, 0.5), Percentile(churn_ms, 0.99), Percentile(churn_ms, 1),
       Percentile(churn_ms, 0.99) <= 2 ? "met" : "NOT met");
+  std::printf("placement digest (all results above): %016llx\n\n",
+              static_cast<unsigned long long>(digest));
 }
 
 int Main(int argc, char** argv) {
