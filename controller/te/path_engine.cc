@@ -1,6 +1,7 @@
 #include "controller/te/path_engine.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -17,10 +18,27 @@ namespace {
 
 constexpr double kEps = 1e-9;
 
+// "%.0f%%" of u * 100 (std::to_chars with a precision formats as printf does).
 std::string Percent(double u) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.0f%%", u * 100);
-  return buf;
+  char buf[400];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf) - 1, u * 100, std::chars_format::fixed, 0);
+  if (ec != std::errc()) return "?%";
+  *end++ = '%';
+  return std::string(buf, end);
+}
+
+// std::round (halves away from zero) without the library call; a zero may come out
+// as +0 where std::round gives -0, which compares equal.
+inline double Round(double x) {
+  if (!(std::abs(x) < 4503599627370496.0)) return x;  // >= 2^52: integral (or inf/NaN)
+  double t = static_cast<double>(static_cast<int64_t>(x));
+  double f = x - t;  // exact
+  if (f >= 0.5) {
+    t += 1;
+  } else if (f <= -0.5) {
+    t -= 1;
+  }
+  return t;
 }
 
 }  // namespace
@@ -249,7 +267,7 @@ class Solver {
     tree_.Build(util);
     on_edge_.resize(static_cast<size_t>(g.num_edges()));
     top_.assign(units.size(), -1);
-    candidates_.resize(units.size());
+    cand_off_.assign(units.size() + 1, 0);
     // Arena size: every allowed top of every unit with a path from each source plus
     // the shared downlink (2-tier), or up to 4 edges per source (3-tier).
     size_t reserve = 0;
@@ -258,13 +276,18 @@ class Solver {
       reserve += tops * (g.three_tier() ? 4 * unit.sources.size() : unit.sources.size() + 1);
     }
     arena_.reserve(reserve);
+    size_t num_candidates = 0;
+    for (const Unit& unit : units) {
+      num_candidates +=
+          unit.allowed.empty() ? static_cast<size_t>(g.num_tops()) : unit.allowed.size();
+    }
+    cand_.reserve(num_candidates);
     std::vector<int> edges;
     std::vector<double> rates;
     for (size_t u = 0; u < units.size(); ++u) {
       const Unit& unit = units[u];
       const size_t num_allowed =
           unit.allowed.empty() ? static_cast<size_t>(g.num_tops()) : unit.allowed.size();
-      candidates_[u].reserve(num_allowed);
       // 2-tier units whose sources sit on distinct leaves other than the destination's
       // (what Placement builds): a path is the sources' uplinks to t, which are distinct
       // edges, and t's downlink to the destination, shared by every source and carrying
@@ -314,7 +337,7 @@ class Solver {
             for (; j > off && arena_[j - 1].first > x.first; --j) arena_[j] = arena_[j - 1];
             arena_[j] = x;
           }
-          candidates_[u].push_back(Candidate{t, {off, arena_.size() - off}});
+          cand_.push_back(Candidate{t, {off, arena_.size() - off}});
           continue;
         }
         bool ok = unit.dst_leaf >= 0;
@@ -343,12 +366,11 @@ class Solver {
           }
         }
         arena_.resize(w);
-        candidates_[u].push_back(Candidate{t, {off, w - off}});
+        cand_.push_back(Candidate{t, {off, w - off}});
       }
+      cand_off_[u + 1] = cand_.size();
     }
-    for (auto& per_unit : candidates_) {
-      for (auto& c : per_unit) c.edge_add.Bind(arena_);
-    }
+    for (auto& c : cand_) c.edge_add.Bind(arena_);
   }
 
   // A candidate's (edge, bits/s) entries, one per edge, inside arena_.
@@ -365,8 +387,17 @@ class Solver {
     EdgeSpan edge_add;
   };
 
+  struct CandRange {
+    const Candidate *first, *last;
+    const Candidate* begin() const { return first; }
+    const Candidate* end() const { return last; }
+  };
+  CandRange Cands(size_t u) const {
+    return {cand_.data() + cand_off_[u], cand_.data() + cand_off_[u + 1]};
+  }
+
   const Candidate* Find(size_t u, int top) const {
-    for (const auto& c : candidates_[u]) {
+    for (const auto& c : Cands(u)) {
       if (c.top == top) return &c;
     }
     return nullptr;
@@ -430,10 +461,10 @@ class Solver {
       const Candidate* best = nullptr;
       std::tuple<double, double, uint64_t> best_key;
       uint64_t rot = Fnv1a64(units_[u].dst_nic);
-      for (const auto& c : candidates_[u]) {
+      for (const auto& c : Cands(u)) {
         auto [mx, sq] = Score(c);
         std::tuple<double, double, uint64_t> key{
-            std::round(mx * 1e9) / 1e9, std::round(sq * 1e9) / 1e9,
+            Round(mx * 1e9) / 1e9, Round(sq * 1e9) / 1e9,
             (static_cast<uint64_t>(c.top) + rot) % static_cast<uint64_t>(g_.num_tops())};
         if (!best || key < best_key) {
           best = &c;
@@ -460,7 +491,7 @@ class Solver {
         if (!movable[u] || top_[u] < 0) continue;
         const Candidate* cur = Find(u, top_[u]);
         Apply(cur, -1);
-        for (const auto& c : candidates_[u]) {
+        for (const auto& c : Cands(u)) {
           if (c.top == top_[u]) continue;
           double after = std::max(Score(c).first, Util(hot));
           if (after < best_after) {
@@ -496,7 +527,7 @@ class Solver {
         Apply(cur, +1);
         continue;
       }
-      for (const auto& c : candidates_[u]) {
+      for (const auto& c : Cands(u)) {
         if (c.top == top_[u]) continue;
         int block = -1, blocks = 0;
         for (const auto& [e, r] : c.edge_add) {
@@ -514,7 +545,7 @@ class Solver {
           const Candidate* vc = Find(v, top_[v]);
           Apply(vc, -1);
           if (Util(block) < limit) {
-            for (const auto& d : candidates_[v]) {
+            for (const auto& d : Cands(v)) {
               if (d.top == top_[v] || Score(d).first >= limit) continue;
               Apply(vc, +1);
               Apply(&c, -1);
@@ -537,7 +568,9 @@ class Solver {
   const std::vector<Unit>& units_;
   std::vector<double> load_;
   std::vector<int> top_;
-  std::vector<std::vector<Candidate>> candidates_;
+  // Candidates of unit u: cand_[cand_off_[u] .. cand_off_[u + 1]).
+  std::vector<Candidate> cand_;
+  std::vector<size_t> cand_off_;
   std::vector<std::pair<int, double>> arena_;
   std::vector<std::vector<size_t>> on_edge_;  // units placed over each edge
   MaxTree tree_;
@@ -631,7 +664,7 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
   for (size_t u = 0; u < units.size(); ++u) {
     int t = r.top[u];
     double best_backup = 0;
-    for (const auto& c : chosen->candidates_[u]) {
+    for (const auto& c : chosen->Cands(u)) {
       if (c.top == t) continue;
       double score = chosen->Score(c).first;
       if (r.backup[u] < 0 || score < best_backup - kEps) {

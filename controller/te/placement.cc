@@ -1,6 +1,7 @@
 #include "controller/te/placement.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -12,10 +13,13 @@ namespace v1 = loom::v1;
 
 namespace {
 
+// "%.0f%%" of u * 100 (std::to_chars with a precision formats as printf does).
 std::string Percent(double u) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.0f%%", u * 100);
-  return buf;
+  char buf[400];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf) - 1, u * 100, std::chars_format::fixed, 0);
+  if (ec != std::errc()) return "?%";
+  *end++ = '%';
+  return std::string(buf, end);
 }
 
 std::string Join(const std::vector<std::string>& v) {
@@ -33,10 +37,14 @@ Placement::Placement(std::shared_ptr<const loom::topology::TopologyIndex> topo,
       graph_(FabricGraph::Build(*topo_, {})),
       endpoints_(*topo_) {
   load_.assign(static_cast<size_t>(graph_.num_edges()), 0.0);
-  IndexNicLeaves();
+  IndexGraph();
 }
 
-void Placement::IndexNicLeaves() {
+void Placement::IndexGraph() {
+  top_by_name_.resize(static_cast<size_t>(graph_.num_tops()));
+  for (int t = 0; t < graph_.num_tops(); ++t) top_by_name_[static_cast<size_t>(t)] = t;
+  std::sort(top_by_name_.begin(), top_by_name_.end(),
+            [&](int a, int b) { return graph_.top(a) < graph_.top(b); });
   nic_leaf_.resize(static_cast<size_t>(endpoints_.num_nics()));
   for (int n = 0; n < endpoints_.num_nics(); ++n) {
     nic_leaf_[static_cast<size_t>(n)] = graph_.NicLeaf(endpoints_.nic_id(n));
@@ -53,7 +61,7 @@ bool Placement::SetDownLinks(const std::set<std::string>& down) {
   if (down == down_) return false;
   down_ = down;
   graph_ = FabricGraph::Build(*topo_, down_);
-  IndexNicLeaves();
+  IndexGraph();
   return true;
 }
 
@@ -161,6 +169,9 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
   for (size_t k = 0; k < d.nics.size(); ++k) leaf[k] = nic_leaf_[static_cast<size_t>(d.nics[k])];
   std::vector<int> allowed = AllowedTops(rec);
   if (allowed.empty()) allowed = {-1};  // nothing allowed: no candidate matches
+  bool all_tops = static_cast<int>(allowed.size()) == graph_.num_tops();
+  for (size_t k = 0; all_tops && k < allowed.size(); ++k)
+    all_tops = allowed[k] == static_cast<int>(k);
   std::vector<double> from_leaf(static_cast<size_t>(graph_.num_leaves()), 0.0);
   std::vector<int> touched;
   for (size_t i = 0; i < d.pairs.size();) {
@@ -187,7 +198,7 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
       u.sources.emplace_back(l, from_leaf[static_cast<size_t>(l)]);
       from_leaf[static_cast<size_t>(l)] = 0.0;
     }
-    u.allowed = allowed;
+    if (!all_tops) u.allowed = allowed;  // empty: every top, in index order
     if (auto it = current.find(u.dst_nic); it != current.end()) u.current = it->second;
     rec.units.push_back(std::move(u));
   }
@@ -335,7 +346,8 @@ v1::PathAssignment Placement::AssignmentOf(const std::string& job_id) const {
 
 v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
   v1::PathAssignment a;
-  std::map<std::string, int> uses, backups;
+  // Routes per top (primary, backup), reported in top name order.
+  std::vector<int> uses(static_cast<size_t>(graph_.num_tops()), 0), backups(uses);
   double worst = 0;
   int unplaced = 0;
   std::vector<int> edges;
@@ -352,11 +364,11 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
     }
     r->set_via(graph_.top(t));
     r->set_color(kRouteColorBase + static_cast<uint32_t>(t));
-    uses[graph_.top(t)]++;
+    uses[static_cast<size_t>(t)]++;
     if (b >= 0) {
       r->set_backup_via(graph_.top(b));
       r->set_backup_color(kRouteColorBase + static_cast<uint32_t>(b));
-      backups[graph_.top(b)]++;
+      backups[static_cast<size_t>(b)]++;
     }
     for (const auto& [src, rate] : unit.sources) {
       (void)rate;
@@ -368,19 +380,27 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
       }
     }
   }
-  std::vector<std::string> spines, backup_spines;
-  std::string most;
-  int most_n = 0;
-  for (const auto& [s, n] : uses) {
-    spines.push_back(s);
-    if (n > most_n) {
-      most = s;
-      most_n = n;
+  std::vector<std::string> spines;
+  std::string most, most_backup;
+  int most_n = 0, most_backup_n = 0;
+  for (int t : top_by_name_) {
+    const int n = uses[static_cast<size_t>(t)], nb = backups[static_cast<size_t>(t)];
+    if (n > 0) {
+      spines.push_back(graph_.top(t));
+      a.add_primary_spines(graph_.top(t));
+      if (n > most_n) {
+        most = graph_.top(t);
+        most_n = n;
+      }
+    }
+    if (nb > 0) {
+      a.add_backup_spines(graph_.top(t));
+      if (nb > most_backup_n) {
+        most_backup = graph_.top(t);
+        most_backup_n = nb;
+      }
     }
   }
-  for (const auto& [s, n] : backups) backup_spines.push_back(s);
-  for (const auto& s : spines) a.add_primary_spines(s);
-  for (const auto& s : backup_spines) a.add_backup_spines(s);
   const auto& action = rec.decision.action;
   if (!action.colors().empty()) {
     a.set_primary_color(action.colors(0));
@@ -389,10 +409,8 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
   }
   if (action.backup_color() != 0) {
     a.set_backup_color(action.backup_color());
-  } else if (!backups.empty()) {
-    auto best = std::max_element(backups.begin(), backups.end(),
-                                 [](const auto& x, const auto& y) { return x.second < y.second; });
-    a.set_backup_color(ColorOf(best->first));
+  } else if (!most_backup.empty()) {
+    a.set_backup_color(ColorOf(most_backup));
   }
   a.set_policy_rule(rec.decision.rule_name);
   a.set_predicted_max_utilization(worst);

@@ -94,7 +94,7 @@ class Placement {
     double modelled_scale = 1.0;
   };
 
-  void IndexNicLeaves();
+  void IndexGraph();
   void BuildUnits(JobRec& rec, const std::map<std::string, int>& current) const;
   std::vector<int> AllowedTops(const JobRec& rec) const;
   void RecomputeDedication();
@@ -111,6 +111,7 @@ class Placement {
   // Every endpoint resolved to its NIC once, and each NIC's leaf in graph_ (-1: none).
   EndpointTable endpoints_;
   std::vector<int> nic_leaf_;
+  std::vector<int> top_by_name_;  // top indexes in id order
   std::map<std::string, JobRec> jobs_;
   std::vector<double> load_;  // per edge, all placed units
   double max_utilization_ = 0;
