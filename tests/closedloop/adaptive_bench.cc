@@ -229,11 +229,24 @@ RunResult RunMode(const Scenario& s, Variant variant, Mode mode, uint64_t seed, 
       res.jct_ms.push_back(st.done ? static_cast<double>(st.end_ns - st.start_ns) / 1e6 : NAN);
     }
     res.sim_ms = static_cast<double>(f.now()) / 1e6;
-    if (!failed.empty() && o.loom_programs) {
+    if (getenv("ADAPTIVE_BENCH_DEBUG") && o.loom_programs) {
       for (const auto& e : loop.Events()) {
-        if (e.type() != v1::EVENT_TYPE_LINK_OPER_CHANGED || e.subject() != failed) continue;
+        if (e.type() == v1::EVENT_TYPE_JOB_REGISTERED) continue;
+        std::printf("    dbg %.3f ms %s %s: %s -> %s -> %s\n",
+                    static_cast<double>(e.time().seconds() * kNsPerSec + e.time().nanos()) / 1e6,
+                    v1::EventType_Name(e.type()).c_str(), e.subject().c_str(), e.cause().c_str(),
+                    e.action().c_str(), e.result().c_str());
+      }
+    }
+    if (!failed.empty() && o.loom_programs) {
+      // Event times are the controller clock: the epoch plus virtual time; the controller
+      // started at virtual time 0.
+      TimeNs epoch = -1;
+      for (const auto& e : loop.Events()) {
         const TimeNs t = e.time().seconds() * kNsPerSec + e.time().nanos();
-        res.react_ms = static_cast<double>(t - fail_at) / 1e6;
+        if (e.type() == v1::EVENT_TYPE_CONTROLLER_STARTED && epoch < 0) epoch = t;
+        if (e.type() != v1::EVENT_TYPE_LINK_OPER_CHANGED || e.subject() != failed) continue;
+        res.react_ms = static_cast<double>(t - epoch - fail_at) / 1e6;
         break;
       }
     }
