@@ -88,6 +88,9 @@ Status EmbeddedFabric::Start(telemetry::TelemetrySink* sink, TimeNs interval_ns)
     if (d.role() == lv1::DEVICE_ROLE_LEAF || d.role() == lv1::DEVICE_ROLE_SPINE ||
         d.role() == lv1::DEVICE_ROLE_SUPER_SPINE) {
       targets.push_back({d.id(), telemetry::SwitchSubscriptions(interval_ns)});
+    } else if (d.role() == lv1::DEVICE_ROLE_NIC) {
+      // NIC RoCE counters and transmit bursts (DLB timer tuning).
+      targets.push_back({d.id(), telemetry::NicSubscriptions(interval_ns)});
     }
   }
   telemetry_ = std::make_unique<InProcessTelemetry>(fabric_.get(), gopts, targets, sink, &clock_);

@@ -20,6 +20,8 @@ std::vector<SubscriptionSpec> SwitchSubscriptions(TimeNs interval) {
   return {
       {"/interfaces/interface[name=*]/state/counters", gnmi::SAMPLE, interval},
       {"/interfaces/interface[name=*]/state/oper-status", gnmi::ON_CHANGE, 0},
+      {"loom:/interfaces/interface[name=*]/ethernet/state/operational-speed-bps", gnmi::ON_CHANGE,
+       0},
       {"/qos/interfaces/interface[interface-id=*]/output/queues/queue[name=*]/state", gnmi::SAMPLE,
        interval},
       {"loom:/qos/interfaces/interface[interface-id=*]/output/queues/queue[name=*]/state/"

@@ -37,6 +37,13 @@ double Spread(const std::vector<Member>& m) {
   return hi - lo;
 }
 
+// Sum of squared utilizations: lower = more even (tie-breaker of Spread).
+double SumSq(const std::vector<Member>& m) {
+  double s = 0;
+  for (const Member& x : m) s += x.util() * x.util();
+  return s;
+}
+
 double Imbalance(const std::vector<Member>& m) {
   std::vector<double> u;
   for (const Member& x : m) u.push_back(x.util());
@@ -290,49 +297,112 @@ AlbResult AlbScan(const AlbInput& in, const AlbGroupState& previous, const AlbPa
     }
     const size_t bi = Busiest(members), li = LeastBusy(members);
     const double spread = Spread(members);
-    size_t pick = nb, fit = nb;
-    double pick_spread = spread;
-    // A member keeps at least one bucket (an empty one would look added).
+    // Candidates: a bucket of the busiest member moves to another member
+    // (the least busy first), or — when no single move helps — swaps with
+    // a lighter bucket of another member (two moves). Best = lowest
+    // resulting spread, then fewest bytes moved; a move that alone reaches
+    // the target wins with the fewest bytes.
+    const double sumsq = SumSq(members);
+    struct Option {
+      size_t b = SIZE_MAX, to = 0, b2 = SIZE_MAX;  // b2: swapped bucket (SIZE_MAX: none)
+      double spread = 0, bytes = 0;
+      bool fits = false;
+      double sumsq = 0;
+    };
+    Option best;
+    best.spread = spread;
+    // Progress: a lower spread, or the same spread with a lower sum of
+    // squares (ties at the top or bottom: two members equally busiest).
+    auto better = [](double s1, double q1, double s2, double q2) {
+      return s1 < s2 - 1e-12 || (s1 <= s2 + 1e-12 && q1 < q2 - 1e-12);
+    };
+    auto consider = [&](const Option& o) {
+      if (!better(o.spread, o.sumsq, spread, sumsq)) return;
+      if (best.b == SIZE_MAX) {
+        best = o;
+        return;
+      }
+      if (o.fits != best.fits) {
+        if (o.fits) best = o;
+        return;
+      }
+      if (o.fits) {
+        if (o.bytes < best.bytes) best = o;
+        return;
+      }
+      if (better(o.spread, o.sumsq, best.spread, best.sumsq) ||
+          (std::fabs(o.spread - best.spread) <= 1e-12 && std::fabs(o.sumsq - best.sumsq) <= 1e-12 &&
+           o.bytes < best.bytes)) {
+        best = o;
+      }
+    };
+    auto movable = [&](size_t b) {
+      return st.frozen_until[b] <= in.scan && rate_of(b) > params.idle_bucket_bps;
+    };
+    // Single moves (a member keeps at least one bucket: an empty one would look added).
     for (size_t b = 0; b < nb && members[bi].buckets > 1; ++b) {
-      if (on[b] != bi || st.frozen_until[b] > in.scan) continue;
+      if (on[b] != bi || !movable(b)) continue;
       const double r = rate_of(b);
-      if (r <= params.idle_bucket_bps) continue;
-      members[bi].rate -= r;
-      members[li].rate += r;
-      const double s = Spread(members);
-      const double imb = Imbalance(members);
-      members[bi].rate += r;
-      members[li].rate -= r;
-      if (!(s < spread - 1e-12)) continue;
-      if (imb <= target && (fit == nb || r < rate_of(fit))) fit = b;
-      if (s < pick_spread - 1e-12 || (std::fabs(s - pick_spread) <= 1e-12 && r < rate_of(pick))) {
-        pick = b;
-        pick_spread = s;
+      for (size_t to = 0; to < members.size(); ++to) {
+        if (to == bi || !(members[to].capacity > 0)) continue;
+        members[bi].rate -= r;
+        members[to].rate += r;
+        Option o{b, to, SIZE_MAX, Spread(members), r, Imbalance(members) <= target, SumSq(members)};
+        members[bi].rate += r;
+        members[to].rate -= r;
+        consider(o);
       }
     }
-    if (fit != nb) pick = fit;
-    if (pick == nb) {
-      stop_reason = "no movable bucket lowers the spread";
+    if (best.b == SIZE_MAX && k + 1 < params.max_moves_per_round) {
+      for (size_t b = 0; b < nb; ++b) {
+        if (on[b] != bi || !movable(b)) continue;
+        const double r = rate_of(b);
+        for (size_t b2 = 0; b2 < nb; ++b2) {
+          if (on[b2] == bi || !movable(b2) || !(members[on[b2]].capacity > 0)) continue;
+          const double r2 = rate_of(b2);
+          if (!(r2 < r)) continue;
+          const size_t to = on[b2];
+          members[bi].rate += r2 - r;
+          members[to].rate += r - r2;
+          Option o{
+              b, to, b2, Spread(members), r + r2, Imbalance(members) <= target, SumSq(members)};
+          members[bi].rate -= r2 - r;
+          members[to].rate -= r - r2;
+          consider(o);
+        }
+      }
+    }
+    if (best.b == SIZE_MAX) {
+      stop_reason = "no move or swap evens the load";
       if (out.moves.empty()) {
         st.rebalancing = false;
         st.over_scans = 0;
       }
       break;
     }
-    const double r = rate_of(pick);
-    const double before = Imbalance(members);
-    members[bi].rate -= r;
-    members[li].rate += r;
-    --members[bi].buckets;
-    ++members[li].buckets;
-    on[pick] = li;
-    out.buckets[pick] = members[li].name;
-    st.frozen_until[pick] = in.scan + params.freeze_scans + 1;
-    out.moves.push_back({static_cast<uint32_t>(pick), members[bi].name, members[li].name, r,
-                         "imbalance " + Pct(before) + " > tolerance " + Pct(params.tolerance) +
-                             ": bucket " + std::to_string(pick) + " (" + Rate(r) + ") " +
-                             members[bi].name + " -> " + members[li].name + ", projected " +
-                             Pct(Imbalance(members))});
+    auto apply = [&](size_t b, size_t from, size_t to) {
+      const double r = rate_of(b);
+      const double before = Imbalance(members);
+      members[from].rate -= r;
+      members[to].rate += r;
+      --members[from].buckets;
+      ++members[to].buckets;
+      on[b] = to;
+      out.buckets[b] = members[to].name;
+      st.frozen_until[b] = in.scan + params.freeze_scans + 1;
+      out.moves.push_back({static_cast<uint32_t>(b), members[from].name, members[to].name, r,
+                           "imbalance " + Pct(before) + " > tolerance " + Pct(params.tolerance) +
+                               ": bucket " + std::to_string(b) + " (" + Rate(r) + ") " +
+                               members[from].name + " -> " + members[to].name + ", projected " +
+                               Pct(Imbalance(members))});
+    };
+    const size_t to = best.to;
+    apply(best.b, bi, to);
+    if (best.b2 != SIZE_MAX) {
+      apply(best.b2, to, bi);
+      ++k;  // A swap is two moves.
+    }
+    (void)li;
   }
   out.projected_imbalance = Imbalance(members);
   st.moves_total += static_cast<int64_t>(out.moves.size());

@@ -19,17 +19,22 @@
 // scan under the threshold restarts the count.
 //
 // Rebalancing step (bin packing, greedy). Up to max_moves_per_round times:
-// take the busiest and the least busy member; among the busiest member's
-// movable buckets (rate > idle_bucket_bps, not frozen) pick, if some move
-// alone brings the group within the target, the one with the fewest bytes
-// that does; otherwise the one whose move minimizes the resulting spread
-// (max - min utilization over all members), fewest bytes on ties. A move must
-// strictly lower the spread (no overshoot). Each move assumes the bucket keeps
-// its rate on its new member.
+// take the busiest member; consider moving each of its movable buckets
+// (rate > idle_bucket_bps, not frozen) to every other live member. If some
+// move alone brings the group within the target, take the one with the
+// fewest bytes that does; otherwise the one that minimizes the resulting
+// spread (max - min utilization over all members), fewest bytes on ties.
+// When no single move lowers the spread (every bucket of the busiest member
+// would overshoot), consider swapping one of its buckets with a lighter
+// bucket of another member (counts as two moves), chosen the same way. A
+// move or swap must make progress: strictly lower the spread, or keep it
+// and strictly lower the sum of squared member utilizations (two members
+// tied as busiest: moving from one keeps the spread but evens the load).
+// Each move assumes the bucket keeps its rate on its new member.
 // Hysteresis: once triggered the group keeps rebalancing scan after scan
 // until imbalance <= tolerance - stop_margin (or the floor no longer holds,
 // or no move helps); a moved bucket is frozen for freeze_scans scans. Under
-// steady load every move strictly lowers the spread, so the process ends
+// steady load every move strictly lowers (spread, sum of squares), so the process ends
 // and never oscillates; idle buckets never fix a rate imbalance, so they are
 // not moved by rebalancing.
 // Resilient hashing (structural changes, applied at once, not bounded, not

@@ -360,11 +360,21 @@ void AdaptiveEngine::RunGlb(const LinkSnapshot& snap, const loom::te::FabricGrap
                             BalanceOutcome* out) {
   auto qualities = loom::telemetry::ComputePathQualities(topo_, snap.links);
   auto paths = ad::GlbPathsFromQualities(topo_, graph, qualities);
-  // Only leaf pairs that carry job traffic get weight sets.
+  // Only leaf pairs that carry traffic get weight sets: leaves with jobs
+  // and leaves whose NIC ports telemetry sees busy (traffic Loom does not
+  // place, e.g. storage or unregistered jobs).
+  std::set<std::string> active;
+  for (const auto& [leaf, jobs] : leaf_jobs) active.insert(leaf);
+  for (size_t k = 0; k < snap.links.size() && k < rx_is_nic_.size(); ++k) {
+    const auto& s = snap.links[k];
+    if (s.stale || !(s.utilization >= 0.01) || !s.tx_device || !s.rx_device) continue;
+    if (tx_is_nic_[k]) active.insert(*s.rx_device);
+    if (rx_is_nic_[k]) active.insert(*s.tx_device);
+  }
   std::vector<ad::GlbPath> used;
   used.reserve(paths.size());
   for (auto& p : paths) {
-    if (!leaf_jobs.count(p.device) || !leaf_jobs.count(p.destination)) continue;
+    if (!active.count(p.device) || !active.count(p.destination)) continue;
     double f = 1.0;
     if (auto it = glb_factor_.find({p.device, p.next_hop}); it != glb_factor_.end()) {
       f = std::min(f, it->second);

@@ -43,13 +43,17 @@ ClosedLoop::ClosedLoop(LoopOptions options)
   loom::sim::GnmiOptions gopts;
   gopts.tick_ns = std::min<TimeNs>(options_.telemetry_interval_ns, 1 * kNsPerMs);
   gopts.min_sample_interval_ns = gopts.tick_ns;
-  // Switches only, as loomd subscribes.
+  // Switches, and NICs when asked (their RoCE counters and burst gaps), as
+  // loomd subscribes.
   std::vector<loom::sim::InProcessTarget> targets;
   for (const auto& d : options_.topology.devices()) {
     if (d.role() == v1::DEVICE_ROLE_LEAF || d.role() == v1::DEVICE_ROLE_SPINE ||
         d.role() == v1::DEVICE_ROLE_SUPER_SPINE) {
       targets.push_back(
           {d.id(), loom::telemetry::SwitchSubscriptions(options_.telemetry_interval_ns)});
+    } else if (d.role() == v1::DEVICE_ROLE_NIC && options_.subscribe_nics) {
+      targets.push_back(
+          {d.id(), loom::telemetry::NicSubscriptions(options_.telemetry_interval_ns)});
     }
   }
   gnmi_ = std::make_unique<loom::sim::InProcessTelemetry>(fabric_.get(), gopts, targets,

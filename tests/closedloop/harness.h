@@ -35,6 +35,8 @@ struct LoopOptions {
   bool loom_programs = true;
   TimeNs control_period_ns = 1 * kNsPerMs;
   TimeNs telemetry_interval_ns = 10 * kNsPerMs;
+  // Subscribe to NIC telemetry too (RoCE counters, burst gaps for DLB tuning).
+  bool subscribe_nics = true;
   std::string db_path;  // SQLite file; the caller owns its directory
   loom::controller::ControllerOptions controller;
 };
