@@ -37,6 +37,7 @@ std::string ValidateAdaptiveOptions(const AdaptiveOptions& o) {
   if (o.dlb_interval_ns <= 0) return "dlb_interval_ns: must be > 0";
   if (!(o.dlb_min_change >= 0)) return "dlb_min_change: must be >= 0";
   if (o.dlb_gap_window == 0) return "dlb_gap_window: must be > 0";
+  if (o.dlb_confirm < 1) return "dlb_confirm: must be >= 1";
   if (o.restore_hold_ns < 0 || o.max_restore_hold_ns < o.restore_hold_ns) {
     return "restore_hold_ns: must be >= 0 and <= max_restore_hold_ns";
   }
@@ -197,7 +198,58 @@ AssessOutcome AdaptiveEngine::Assess(
     }
   }
 
-  // Placement removals: new ones now, restores after their hold.
+  // Placement removals: new ones now, restores after their hold. A link is
+  // never removed when it is its leaf's last usable uplink: a degraded path
+  // is better than none.
+  auto usable = [&](int li) {
+    const std::string& lid = links[li].id();
+    if (removed_.count(lid) || want_removed.count(lid)) return false;
+    for (int dir = 0; dir < 2; ++dir) {
+      const size_t k = static_cast<size_t>(2 * li + dir);
+      if (k < snap.links.size() && snap.links[k].oper == OperStatus::kDown) return false;
+    }
+    return true;
+  };
+  auto last_uplink = [&](const std::string& id) {
+    const int li = topo_.LinkIndex(id);
+    if (li < 0) return false;
+    for (const auto* end : {&links[li].a(), &links[li].b()}) {
+      const auto* d = topo_.FindDevice(end->device());
+      if (!d || d->role() != v1::DEVICE_ROLE_LEAF) continue;
+      int others = 0;
+      for (int o : topo_.LinksOf(end->device())) {
+        if (o == li) continue;
+        const auto& ol = links[o];
+        const std::string& peer =
+            ol.a().device() == end->device() ? ol.b().device() : ol.a().device();
+        const auto* pd = topo_.FindDevice(peer);
+        if (pd && pd->role() != v1::DEVICE_ROLE_NIC && usable(o)) ++others;
+      }
+      if (others == 0) return true;
+    }
+    return false;
+  };
+  std::set<std::string> wanted_all;
+  for (const auto& [id, why] : want_removed) wanted_all.insert(id);
+  for (auto it = want_removed.begin(); it != want_removed.end();) {
+    if (!removal_.count(it->first) && last_uplink(it->first)) {
+      if (!kept_last_.count(it->first)) {
+        out.events.push_back({v1::EVENT_TYPE_REMEDIATION, v1::SEVERITY_CRITICAL, it->first,
+                              it->second.first,
+                              "kept " + it->first +
+                                  " in placement: it is its leaf's last usable "
+                                  "uplink",
+                              "traffic keeps the degraded path; operator action needed", false});
+        kept_last_.insert(it->first);
+      }
+      it = want_removed.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = kept_last_.begin(); it != kept_last_.end();) {
+    it = wanted_all.count(*it) ? std::next(it) : kept_last_.erase(it);
+  }
   for (const auto& [id, why] : want_removed) {
     auto it = removal_.find(id);
     if (it != removal_.end()) {
@@ -235,7 +287,7 @@ AssessOutcome AdaptiveEngine::Assess(
       continue;
     }
     Removal& r = it->second;
-    bool restore = r.by_capacity || r.by_dampening;
+    bool restore = r.by_capacity || (r.by_dampening && !links_[id].damp.suppressed);
     std::string why = r.by_capacity    ? "live capacity restored"
                       : r.by_dampening ? "flap dampening reused the link"
                                        : "";
@@ -543,6 +595,22 @@ void AdaptiveEngine::RunDlb(const LinkSnapshot& snap,
     }
     auto sp = spray_.find(leaf);
     bool spray_change = (sp == spray_.end() ? 0 : sp->second.size()) != spray.size();
+    // Hysteresis: a leaf is reprogrammed only when the same kind of change
+    // (mode, and timer within dlb_min_change) was decided dlb_confirm
+    // intervals in a row; the first setting of a leaf applies at once.
+    if ((change || spray_change) && it != dlb_.end()) {
+      auto& pend = dlb_pending_[leaf];
+      const bool same =
+          pend.count > 0 && pend.profile.mode() == d.profile.mode() &&
+          std::fabs(static_cast<double>(pend.profile.inactivity_interval_ns()) -
+                    static_cast<double>(d.profile.inactivity_interval_ns())) <=
+              options_.dlb_min_change *
+                  static_cast<double>(std::max<uint64_t>(1, pend.profile.inactivity_interval_ns()));
+      pend.count = same ? pend.count + 1 : 1;
+      pend.profile = d.profile;
+      if (pend.count < options_.dlb_confirm) continue;
+    }
+    dlb_pending_.erase(leaf);
     if (change || spray_change) {
       const std::string mode = v1::DlbMode_Name(d.profile.mode());
       out->events.push_back(

@@ -66,6 +66,9 @@ struct AdaptiveOptions {
   // mode changes or its timer moves by more than dlb_min_change (relative).
   TimeNs dlb_interval_ns = 1 * kNsPerSec;
   double dlb_min_change = 0.25;
+  // ... and only when the same decision was reached this many intervals in a
+  // row (burst gaps and queueing skew are noisy; reprogramming is not free).
+  int dlb_confirm = 3;
   // Burst-gap samples kept per job (rolling window).
   size_t dlb_gap_window = 64;
   // Error-removed links: clean telemetry needed before they return.
@@ -176,6 +179,7 @@ class AdaptiveEngine {
   std::map<std::string, LinkMemory> links_;
   std::map<std::string, Removal> removal_;
   std::set<std::string> removed_;
+  std::set<std::string> kept_last_;               // Wanted out but last uplink (reported once).
   std::vector<std::deque<double>> util_history_;  // Per direction.
   // GLB capacity factors from remediation: (tx device, rx device) -> factor.
   std::map<std::pair<std::string, std::string>, double> glb_factor_;
@@ -196,6 +200,11 @@ class AdaptiveEngine {
   std::map<std::string, std::deque<TimeNs>> job_gaps_;
   std::map<std::string, TimeNs> job_spacing_;
   std::map<std::string, loom::v1::DlbProfile> dlb_;
+  struct PendingDlb {
+    loom::v1::DlbProfile profile;
+    int count = 0;
+  };
+  std::map<std::string, PendingDlb> dlb_pending_;
   std::map<std::string, std::vector<loom::v1::SprayRule>> spray_;
 };
 

@@ -883,6 +883,9 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
                    (state == v1::LINK_OPER_STATE_DOWN ? "DOWN" : "UP"));
       ev.set_action(state == v1::LINK_OPER_STATE_DOWN ? "took the link out of placement"
                                                       : "returned the link to placement");
+      if (state != v1::LINK_OPER_STATE_DOWN && !adaptive_.RemovalReason(id).empty()) {
+        ev.set_action("kept the link out of placement: " + adaptive_.RemovalReason(id));
+      }
       m.events.push_back(ev);
     }
   }

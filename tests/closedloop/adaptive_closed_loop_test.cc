@@ -252,6 +252,7 @@ TEST(AdaptiveClosedLoopTest, DlbTimerSitsBetweenBurstSpacingAndBurstGaps) {
   o.loom_programs = true;
   o.db_path = dir.File("dlb.db");
   o.controller.adaptive.dlb_interval_ns = 20 * kNsPerMs;
+  o.controller.adaptive.dlb_confirm = 2;
   ClosedLoop loop(o);
   JobSpec j;
   j.id = "ring";
@@ -259,7 +260,7 @@ TEST(AdaptiveClosedLoopTest, DlbTimerSitsBetweenBurstSpacingAndBurstGaps) {
   j.collective = Collective::kRingAllReduce;
   j.ranks = {"host000-gpu0", "host002-gpu0", "host001-gpu0", "host003-gpu0"};
   j.message_bytes = 16e6;
-  j.iterations = 30;
+  j.iterations = 80;
   const TimeNs gap = 400 * kNsPerUs;
   j.compute_gap_ns = gap;
   j.start_ns = 1 * kNsPerMs;
