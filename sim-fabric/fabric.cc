@@ -1094,7 +1094,7 @@ void Fabric::Impl::ProcessEvents() {
         OnPfcFrame(e.a, e.b);
         break;
       case kFault:
-        RunFault(faults[e.a]);
+        RunFault(FaultSpec(faults[e.a]));  // a copy: RunFault may append to faults
         break;
       case kJobIter:
         StartIteration(e.a);
@@ -1187,7 +1187,7 @@ inline void Fabric::Impl::TransferProgress(Qp& qp, double bytes) {
   Transfer& tr = j.cur[qp.transfer];
   tr.delivered += bytes;
   if (j.gated) MarkGateMoved(qp.job, qp.transfer);
-  if (!tr.done && tr.delivered >= tr.t.bytes - 1e-3) {
+  if (!tr.done && tr.delivered >= tr.t.bytes - std::max(1e-3, tr.t.bytes * 1e-9)) {
     tr.done = true;
     unsteady = true;
     if (--j.pending == 0) {

@@ -102,7 +102,10 @@ void WireConfig::Set(const ::gnmi::SetRequest& request,
     return;
   }
   pre->changed = sgnmi::DiffParts(pre->old_config, pre->config);
-  run_([this, request, target, pre, done = std::move(done)](Fabric&) {
+  // `request` outlives the closure: the caller keeps it until `done` runs
+  // (a gRPC handler's request does), so it is not copied.
+  run_([this, req = &request, target, pre, done = std::move(done)](Fabric&) {
+    const ::gnmi::SetRequest& request = *req;
     v1::DeviceState learned;
     bool stale;
     {
@@ -182,7 +185,7 @@ Status WireConfig::Get(const ::gnmi::GetRequest& request, ::gnmi::GetResponse* r
   }
   if (!canon) {
     state.set_device(target);
-    auto c = std::make_shared<const v1::DeviceState>(sgnmi::Canonical(state));
+    auto c = std::make_shared<const v1::DeviceState>(sgnmi::Canonical(std::move(state)));
     canon = c;
     std::lock_guard<std::mutex> lock(mu_);
     const Device& d = devices_.find(target)->second;

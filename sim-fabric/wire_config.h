@@ -58,7 +58,8 @@ class WireConfig {
   bool IsSwitch(const std::string& device) const { return switches_.count(device) > 0; }
 
   // gNMI Set for the device in request.prefix.target. `done` is called once
-  // (on the fabric thread, or at once for a request rejected up front).
+  // (on the fabric thread, or at once for a request rejected up front);
+  // `request` must stay valid until then (it is not copied).
   void Set(const ::gnmi::SetRequest& request,
            std::function<void(Status, ::gnmi::SetResponse)> done);
   // gNMI Get of the config schema (origin "loom"): CONFIG or OPERATIONAL view.

@@ -100,16 +100,33 @@ AssessOutcome AdaptiveEngine::Assess(
   for (int i = 0; i < links.size(); ++i) {
     uint64_t transitions = 0;
     bool fresh = false;
+    TimeNs sample = -1;  // Oldest of the ends' latest counter samples.
     for (int dir = 0; dir < 2; ++dir) {
       const size_t k = static_cast<size_t>(2 * i + dir);
       if (k >= snap.links.size()) continue;
       transitions = std::max(transitions, snap.links[k].carrier_transitions);
       fresh |= !snap.links[k].stale;
+      if (!snap.links[k].stale) {
+        const TimeNs t = snap.links[k].last_sample_ns;
+        sample = sample < 0 ? t : std::min(sample, t);
+      }
     }
     if (!fresh) continue;
     const std::string& id = links[i].id();
     LinkMemory& mem = links_[id];
-    if (mem.seen && transitions > mem.carrier_transitions && !changed_now.count(id) &&
+    // Oper-status is pushed on change, carrier counters are sampled: the
+    // counters of a transition Loom saw arrive up to a sample interval
+    // later. Their increase, up to the first counter sample newer than the
+    // one at the change, is that transition's, not a flap the sampler missed
+    // (counting it again would suppress a link after its first down/up).
+    bool settling = false;
+    if (changed_now.count(id)) {
+      mem.settle_sample_ns = sample;
+    } else if (mem.settle_sample_ns >= 0) {
+      settling = true;
+      if (sample > mem.settle_sample_ns) mem.settle_sample_ns = -1;  // Caught up now.
+    }
+    if (mem.seen && transitions > mem.carrier_transitions && !changed_now.count(id) && !settling &&
         mem.damp.up) {
       // A flap too short for the sampler to see the link down.
       auto d1 = ad::Dampen(mem.damp, ad::LinkEvent::kDown, now, dp);
@@ -287,7 +304,13 @@ AssessOutcome AdaptiveEngine::Assess(
       continue;
     }
     Removal& r = it->second;
-    bool restore = r.by_capacity || (r.by_dampening && !links_[id].damp.suppressed);
+    // A suppressed link that is down again is out for being down; it stays
+    // removed until dampening reuses it.
+    if (r.by_dampening && links_[id].damp.suppressed) {
+      ++it;
+      continue;
+    }
+    bool restore = r.by_capacity || r.by_dampening;
     std::string why = r.by_capacity    ? "live capacity restored"
                       : r.by_dampening ? "flap dampening reused the link"
                                        : "";
@@ -336,10 +359,10 @@ AssessOutcome AdaptiveEngine::Assess(
         {v1::EVENT_TYPE_REMEDIATION, v1::SEVERITY_CRITICAL, nic, cause,
          q ? "reported NIC port " + nic + " as the pause source and quarantined it"
            : "reported NIC port " + nic +
-                 " as the pause source (quarantine not allowed by policy: the leaf's PFC "
-                 "watchdog contains it)",
+                 " as the pause source (quarantine not allowed by policy)",
          q ? "the leaf port facing " + nic + " is shut (admin down); other ports are unaffected"
-           : "operator action needed on " + nic,
+           : "operator action needed on " + nic +
+                 " (a PFC watchdog on the leaf port, where enabled, drops its pauses)",
          false});
     if (q) out.desired_changed = true;
   }

@@ -157,6 +157,9 @@ class AdaptiveEngine {
   struct LinkMemory {
     loom::adaptive::DampeningState damp;
     uint64_t carrier_transitions = 0;
+    // Counter sample time (oldest end) when Loom last saw an oper change;
+    // -1 when the carrier counters have caught up with it.
+    TimeNs settle_sample_ns = -1;
     bool seen = false;
     int removals = 0;  // Error removals so far (hold doubling).
   };

@@ -883,9 +883,6 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
                    (state == v1::LINK_OPER_STATE_DOWN ? "DOWN" : "UP"));
       ev.set_action(state == v1::LINK_OPER_STATE_DOWN ? "took the link out of placement"
                                                       : "returned the link to placement");
-      if (state != v1::LINK_OPER_STATE_DOWN && !adaptive_.RemovalReason(id).empty()) {
-        ev.set_action("kept the link out of placement: " + adaptive_.RemovalReason(id));
-      }
       m.events.push_back(ev);
     }
   }
@@ -893,6 +890,14 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
   std::vector<size_t> placement_events;
   for (size_t i = 0; i < m.events.size(); ++i) placement_events.push_back(i);
   auto assess = adaptive_.Assess(*snapshot_, clock_.Now(), transitions);
+  // A link that came up but remediation keeps out (flap dampening
+  // suppresses it) did not return to placement: say so.
+  for (auto& ev : m.events) {
+    if (ev.type() != v1::EVENT_TYPE_LINK_OPER_CHANGED) continue;
+    if (oper_[ev.subject()] == v1::LINK_OPER_STATE_DOWN) continue;
+    if (!adaptive_.removed_links().count(ev.subject())) continue;
+    ev.set_action("kept the link out of placement: " + adaptive_.RemovalReason(ev.subject()));
+  }
   for (const auto& a : assess.events) {
     if (a.placement_result) placement_events.push_back(m.events.size());
     m.events.push_back(AdaptiveToEvent(a));

@@ -583,12 +583,25 @@ std::vector<size_t> ByDemand(const std::vector<Unit>& units, const std::vector<s
     for (const auto& s : units[u].sources) total += s.second;
     v.emplace_back(total, u);
   }
-  std::sort(v.begin(), v.end(), [&](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first > b.first;
-    const Unit& ua = units[a.second];
-    const Unit& ub = units[b.second];
-    return std::tie(ua.job_id, ua.dst_nic) < std::tie(ub.job_id, ub.dst_nic);
-  });
+  // Ties by (job, destination); when the units are in that order already (as Placement
+  // builds them), their index is the same order without string compares.
+  bool in_order = true;
+  for (size_t u = 1; in_order && u < units.size(); ++u) {
+    in_order = std::tie(units[u - 1].job_id, units[u - 1].dst_nic) <
+               std::tie(units[u].job_id, units[u].dst_nic);
+  }
+  if (in_order) {
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+  } else {
+    std::sort(v.begin(), v.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first > b.first;
+      const Unit& ua = units[a.second];
+      const Unit& ub = units[b.second];
+      return std::tie(ua.job_id, ua.dst_nic) < std::tie(ub.job_id, ub.dst_nic);
+    });
+  }
   std::vector<size_t> out;
   for (const auto& p : v) out.push_back(p.second);
   return out;
@@ -656,7 +669,6 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
 
   PlacementResult r;
   r.top = chosen->top_;
-  r.edge_load = chosen->load_;
   r.max_utilization = chosen->MaxUtil(&r.hottest_edge);
   r.adopted_new = adopted;
   r.reason.resize(units.size());
@@ -705,6 +717,7 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
           via + " (least-loaded path; busiest hop " + worst_edge + " at " + Percent(worst) + ")";
     }
   }
+  r.edge_load = std::move(chosen->load_);  // last use of the solver
   return r;
 }
 

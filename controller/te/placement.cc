@@ -243,9 +243,9 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   rec.decision = policy_.Evaluate(job);
   BuildUnits(rec, current);
   PlacementResult r = Place(graph_, rec.units, params_, PlacementMode::kIncremental, &load_);
-  rec.top = r.top;
-  rec.backup = r.backup;
-  rec.reason = r.reason;
+  rec.top = std::move(r.top);
+  rec.backup = std::move(r.backup);
+  rec.reason = std::move(r.reason);
   AddLoad(rec, +1);
   UpdateMax();
   return MakeAssignment(rec);
@@ -319,9 +319,9 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
     auto [rec, u] = owner[i];
     rec->top[u] = r.top[i];
     rec->backup[u] = r.backup[i];
-    rec->reason[u] = r.reason[i];
+    rec->reason[u] = std::move(r.reason[i]);
   }
-  load_ = r.edge_load;
+  load_ = std::move(r.edge_load);
   UpdateMax();
   std::map<std::string, v1::PathAssignment> changed;
   for (auto& [id, rec] : jobs_) {

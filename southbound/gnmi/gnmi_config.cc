@@ -1,9 +1,8 @@
 #include "southbound/gnmi/gnmi_config.h"
 
 #include <arpa/inet.h>
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-#include <google/protobuf/util/message_differencer.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
 #include <charconv>
@@ -12,26 +11,45 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 namespace loom::southbound::gnmi {
 namespace {
 
 using google::protobuf::RepeatedPtrField;
-using google::protobuf::Struct;
-using google::protobuf::Value;
-using google::protobuf::util::MessageDifferencer;
 namespace v1 = loom::v1;
 
 using Key = std::vector<std::string>;      // Key values in schema order, as in paths.
 using SortKey = std::vector<std::string>;  // Same, numbers zero-padded (map order).
 
+// A number as a sort key: 8 bytes big-endian, so byte-wise (std::string)
+// order is numeric order; short enough to stay in the string's inline buffer.
 std::string Pad(uint64_t n) {
-  std::string s = std::to_string(n);
-  return std::string(s.size() < 20 ? 20 - s.size() : 0, '0') + s;
+  std::string s(8, '\0');
+  for (int i = 7; i >= 0; --i, n >>= 8) s[static_cast<size_t>(i)] = static_cast<char>(n & 0xff);
+  return s;
 }
 
+// Deterministic wire bytes of `m` (map entries in key order).
+void Bytes(const google::protobuf::MessageLite& m, std::string* out) {
+  out->clear();
+  google::protobuf::io::StringOutputStream zero_copy(out);
+  google::protobuf::io::CodedOutputStream coded(&zero_copy);
+  coded.SetSerializationDeterministic(true);
+  m.SerializeWithCachedSizes(&coded);
+}
+
+// Same type and same content: equal deterministic serializations (proto3, so
+// an unset field and its default value compare equal, maps compare as maps).
+// Much cheaper than a reflective MessageDifferencer on the hot Set/Get path.
 bool Equal(const google::protobuf::Message& a, const google::protobuf::Message& b) {
-  return MessageDifferencer::Equals(a, b);
+  if (a.GetDescriptor() != b.GetDescriptor()) return false;
+  const size_t na = a.ByteSizeLong(), nb = b.ByteSizeLong();
+  if (na != nb) return false;
+  thread_local std::string ba, bb;
+  Bytes(a, &ba);
+  Bytes(b, &bb);
+  return ba == bb;
 }
 
 bool ParseU32(std::string_view s, uint32_t* out) {
@@ -135,7 +153,11 @@ class JsonWriter {
     }
     out_ += "}";
   }
-  std::string Done() const { return "{" + out_ + "}"; }
+  std::string Done() {
+    out_.insert(out_.begin(), '{');
+    out_.push_back('}');
+    return std::move(out_);
+  }
 
  private:
   void Key(std::string_view k) {
@@ -148,21 +170,313 @@ class JsonWriter {
 
 // ---- JSON reading -------------------------------------------------------------
 
+// A decoded JSON value (RFC 8259). Objects keep their members in text order.
+struct JsonValue {
+  enum class Kind : uint8_t { kNull, kBool, kNumber, kString, kList, kObject };
+  Kind kind = Kind::kNull;
+  bool boolean = false;
+  double number = 0;
+  std::string string;
+  std::vector<std::string> names;  // kObject: member names (unique).
+  std::vector<JsonValue> items;    // kList: elements; kObject: member values.
+};
+
+// A strict RFC 8259 parser: UTF-8 checked, no comments or trailing commas,
+// duplicate member names rejected, nesting bounded. Replaces
+// google::protobuf::util::JsonStringToMessage into a Struct, which dominated
+// the cost of a Set and of a Get decode (type resolution and a stream
+// writer per value).
+class JsonParser {
+ public:
+  explicit JsonParser(std::string_view text) : s_(text) {}
+
+  bool Document(JsonValue* out) {
+    Ws();
+    if (!Value(out, 0)) return false;
+    Ws();
+    return i_ == s_.size();
+  }
+
+ private:
+  static constexpr int kMaxDepth = 64;
+
+  void Ws() {
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) {
+      ++i_;
+    }
+  }
+  bool Eat(char c) {
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  bool Literal(std::string_view word) {
+    if (s_.substr(i_, word.size()) != word) return false;
+    i_ += word.size();
+    return true;
+  }
+
+  bool Value(JsonValue* v, int depth) {
+    if (depth > kMaxDepth || i_ >= s_.size()) return false;
+    switch (s_[i_]) {
+      case '{':
+        return Object(v, depth);
+      case '[':
+        return List(v, depth);
+      case '"':
+        v->kind = JsonValue::Kind::kString;
+        return String(&v->string);
+      case 't':
+        v->kind = JsonValue::Kind::kBool;
+        v->boolean = true;
+        return Literal("true");
+      case 'f':
+        v->kind = JsonValue::Kind::kBool;
+        v->boolean = false;
+        return Literal("false");
+      case 'n':
+        v->kind = JsonValue::Kind::kNull;
+        return Literal("null");
+      default:
+        v->kind = JsonValue::Kind::kNumber;
+        return Number(&v->number);
+    }
+  }
+
+  bool Object(JsonValue* v, int depth) {
+    v->kind = JsonValue::Kind::kObject;
+    ++i_;  // '{'
+    Ws();
+    if (Eat('}')) return true;
+    for (;;) {
+      Ws();
+      std::string name;
+      if (i_ >= s_.size() || s_[i_] != '"' || !String(&name)) return false;
+      for (const std::string& n : v->names) {
+        if (n == name) return false;  // Duplicate member.
+      }
+      Ws();
+      if (!Eat(':')) return false;
+      Ws();
+      v->names.push_back(std::move(name));
+      v->items.emplace_back();
+      if (!Value(&v->items.back(), depth + 1)) return false;
+      Ws();
+      if (Eat('}')) return true;
+      if (!Eat(',')) return false;
+    }
+  }
+
+  bool List(JsonValue* v, int depth) {
+    v->kind = JsonValue::Kind::kList;
+    ++i_;  // '['
+    Ws();
+    if (Eat(']')) return true;
+    for (;;) {
+      Ws();
+      v->items.emplace_back();
+      if (!Value(&v->items.back(), depth + 1)) return false;
+      Ws();
+      if (Eat(']')) return true;
+      if (!Eat(',')) return false;
+    }
+  }
+
+  static bool Digit(char c) { return c >= '0' && c <= '9'; }
+
+  bool Number(double* out) {
+    const size_t b = i_;
+    Eat('-');
+    if (i_ >= s_.size() || !Digit(s_[i_])) return false;
+    if (s_[i_] == '0') {
+      ++i_;
+    } else {
+      while (i_ < s_.size() && Digit(s_[i_])) ++i_;
+    }
+    if (Eat('.')) {
+      if (i_ >= s_.size() || !Digit(s_[i_])) return false;
+      while (i_ < s_.size() && Digit(s_[i_])) ++i_;
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (!Eat('+')) Eat('-');
+      if (i_ >= s_.size() || !Digit(s_[i_])) return false;
+      while (i_ < s_.size() && Digit(s_[i_])) ++i_;
+    }
+    auto [p, ec] = std::from_chars(s_.data() + b, s_.data() + i_, *out);
+    return ec == std::errc() && p == s_.data() + i_ && std::isfinite(*out);
+  }
+
+  bool Hex4(uint32_t* out) {
+    if (s_.size() - i_ < 4) return false;
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = s_[i_++];
+      v <<= 4;
+      if (c >= '0' && c <= '9') {
+        v |= static_cast<uint32_t>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        v |= static_cast<uint32_t>(c - 'a' + 10);
+      } else if (c >= 'A' && c <= 'F') {
+        v |= static_cast<uint32_t>(c - 'A' + 10);
+      } else {
+        return false;
+      }
+    }
+    *out = v;
+    return true;
+  }
+
+  static void AppendUtf8(uint32_t cp, std::string* out) {
+    if (cp < 0x80) {
+      out->push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    } else if (cp < 0x10000) {
+      out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    } else {
+      out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    }
+  }
+
+  // One UTF-8 sequence starting at i_ (first byte >= 0x80): well-formed,
+  // shortest form, no surrogates, at most U+10FFFF.
+  bool Utf8(std::string* out) {
+    const auto b0 = static_cast<unsigned char>(s_[i_]);
+    int n = 0;
+    uint32_t cp = 0, min = 0;
+    if ((b0 & 0xe0) == 0xc0) {
+      n = 1, cp = b0 & 0x1f, min = 0x80;
+    } else if ((b0 & 0xf0) == 0xe0) {
+      n = 2, cp = b0 & 0x0f, min = 0x800;
+    } else if ((b0 & 0xf8) == 0xf0) {
+      n = 3, cp = b0 & 0x07, min = 0x10000;
+    } else {
+      return false;
+    }
+    if (s_.size() - i_ <= static_cast<size_t>(n)) return false;
+    for (int k = 1; k <= n; ++k) {
+      const auto c = static_cast<unsigned char>(s_[i_ + static_cast<size_t>(k)]);
+      if ((c & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    out->append(s_.data() + i_, static_cast<size_t>(n) + 1);
+    i_ += static_cast<size_t>(n) + 1;
+    return true;
+  }
+
+  bool String(std::string* out) {
+    ++i_;  // '"'
+    out->clear();
+    for (;;) {
+      // Copy the plain run at once.
+      size_t j = i_;
+      while (j < s_.size()) {
+        const auto c = static_cast<unsigned char>(s_[j]);
+        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
+        ++j;
+      }
+      out->append(s_.data() + i_, j - i_);
+      i_ = j;
+      if (i_ >= s_.size()) return false;
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        ++i_;
+        return true;
+      }
+      if (c < 0x20) return false;
+      if (c >= 0x80) {
+        if (!Utf8(out)) return false;
+        continue;
+      }
+      // Escape.
+      ++i_;
+      if (i_ >= s_.size()) return false;
+      const char e = s_[i_++];
+      switch (e) {
+        case '"':
+        case '\\':
+        case '/':
+          out->push_back(e);
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
+        case 'u': {
+          uint32_t cp = 0;
+          if (!Hex4(&cp)) return false;
+          if (cp >= 0xdc00 && cp <= 0xdfff) return false;  // Lone low surrogate.
+          if (cp >= 0xd800 && cp <= 0xdbff) {
+            uint32_t lo = 0;
+            if (!Literal("\\u") || !Hex4(&lo) || lo < 0xdc00 || lo > 0xdfff) return false;
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+          }
+          AppendUtf8(cp, out);
+          break;
+        }
+        default:
+          return false;
+      }
+    }
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+class PathView;
+std::string PathText(const PathView& p);
+
+// Names an operation and its path in error messages; the text is only built
+// when an error is reported (not for every entry of every Set and Get).
+class Where {
+ public:
+  Where(const char* op, const PathView& path) : op_(op), path_(&path) {}
+  std::string str() const { return std::string(op_) + PathText(*path_); }
+
+ private:
+  const char* op_;
+  const PathView* path_;
+};
+
 // Typed access to the members of a decoded JSON object. Member names may be
 // module-qualified ("loom:mode"). Errors name `where_` and the member.
 class JsonObject {
  public:
-  JsonObject(const Struct& s, std::string where) : s_(s), where_(std::move(where)) {}
+  JsonObject(const JsonValue& s, const Where& where)
+      : s_(s), where_(where), used_(s.names.size(), false) {}
 
   Status Str(const char* name, std::string* out, bool* present = nullptr) {
-    const Value* v = Find(name, present);
+    const JsonValue* v = Find(name, present);
     if (!v) return Status::Ok();
-    if (v->kind_case() != Value::kStringValue) return Bad(name, "expected a string");
-    *out = v->string_value();
+    if (v->kind != JsonValue::Kind::kString) return Bad(name, "expected a string");
+    *out = v->string;
     return Status::Ok();
   }
   Status U32(const char* name, uint32_t* out, bool* present = nullptr) {
-    const Value* v = Find(name, present);
+    const JsonValue* v = Find(name, present);
     if (!v) return Status::Ok();
     uint64_t x = 0;
     if (!ToU64(*v, /*allow_string=*/false, &x) || x > UINT32_MAX) {
@@ -172,7 +486,7 @@ class JsonObject {
     return Status::Ok();
   }
   Status U64(const char* name, uint64_t* out, bool* present = nullptr) {
-    const Value* v = Find(name, present);
+    const JsonValue* v = Find(name, present);
     if (!v) return Status::Ok();
     if (!ToU64(*v, /*allow_string=*/true, out)) {
       return Bad(name, "expected an unsigned 64-bit integer (decimal string)");
@@ -180,23 +494,23 @@ class JsonObject {
     return Status::Ok();
   }
   Status StrList(const char* name, RepeatedPtrField<std::string>* out) {
-    const Value* v = Find(name, nullptr);
+    const JsonValue* v = Find(name, nullptr);
     if (!v) return Status::Ok();
-    if (v->kind_case() != Value::kListValue) return Bad(name, "expected a list of strings");
+    if (v->kind != JsonValue::Kind::kList) return Bad(name, "expected a list of strings");
     out->Clear();
-    for (const Value& e : v->list_value().values()) {
-      if (e.kind_case() != Value::kStringValue) return Bad(name, "expected a list of strings");
-      out->Add(std::string(e.string_value()));
+    for (const JsonValue& e : v->items) {
+      if (e.kind != JsonValue::Kind::kString) return Bad(name, "expected a list of strings");
+      out->Add(std::string(e.string));
     }
     return Status::Ok();
   }
   template <class R>
   Status NumList(const char* name, bool is64, R* out) {
-    const Value* v = Find(name, nullptr);
+    const JsonValue* v = Find(name, nullptr);
     if (!v) return Status::Ok();
-    if (v->kind_case() != Value::kListValue) return Bad(name, "expected a list of integers");
+    if (v->kind != JsonValue::Kind::kList) return Bad(name, "expected a list of integers");
     out->Clear();
-    for (const Value& e : v->list_value().values()) {
+    for (const JsonValue& e : v->items) {
       uint64_t x = 0;
       if (!ToU64(e, is64, &x) || (!is64 && x > UINT32_MAX)) {
         return Bad(name, "expected a list of unsigned integers");
@@ -206,15 +520,16 @@ class JsonObject {
     return Status::Ok();
   }
   Status U32Map(const char* name, google::protobuf::Map<std::string, uint32_t>* out) {
-    const Value* v = Find(name, nullptr);
+    const JsonValue* v = Find(name, nullptr);
     if (!v) return Status::Ok();
-    if (v->kind_case() != Value::kStructValue) {
+    if (v->kind != JsonValue::Kind::kObject) {
       return Bad(name, "expected an object {next-hop: weight}");
     }
     out->clear();
-    for (const auto& [k, e] : v->struct_value().fields()) {
+    for (size_t i = 0; i < v->names.size(); ++i) {
+      const std::string& k = v->names[i];
       uint64_t x = 0;
-      if (!ToU64(e, false, &x) || x > UINT32_MAX) {
+      if (!ToU64(v->items[i], false, &x) || x > UINT32_MAX) {
         return Bad(name, "weight of \"" + k + "\" is not an integer 0..4294967295");
       }
       (*out)[k] = static_cast<uint32_t>(x);
@@ -224,59 +539,73 @@ class JsonObject {
   // INVALID_ARGUMENT naming the first member that no accessor asked for.
   Status RejectUnknown() const {
     std::vector<std::string> unknown;
-    for (const auto& [k, v] : s_.fields()) {
-      if (!used_.count(k)) unknown.push_back(k);
+    for (size_t i = 0; i < s_.names.size(); ++i) {
+      if (!used_[i]) unknown.push_back(s_.names[i]);
     }
     if (unknown.empty()) return Status::Ok();
     std::sort(unknown.begin(), unknown.end());
-    return InvalidArgument(where_ + ": unknown member \"" + unknown.front() + "\"");
+    return InvalidArgument(where_.str() + ": unknown member \"" + unknown.front() + "\"");
   }
   Status Bad(std::string_view name, std::string_view why) const {
-    return InvalidArgument(where_ + ": " + std::string(name) + ": " + std::string(why));
+    return InvalidArgument(where_.str() + ": " + std::string(name) + ": " + std::string(why));
   }
 
  private:
-  const Value* Find(const char* name, bool* present) {
+  // The member `name`, else `loom:name`.
+  const JsonValue* Find(const char* name, bool* present) {
     if (present) *present = false;
-    for (std::string k : {std::string(name), std::string(kOrigin) + ":" + name}) {
-      auto it = s_.fields().find(k);
-      if (it != s_.fields().end()) {
-        used_.insert(k);
-        if (present) *present = true;
-        return &it->second;
+    const std::string_view plain(name);
+    const std::string_view origin(kOrigin);
+    size_t qualified = s_.names.size();
+    for (size_t i = 0; i < s_.names.size(); ++i) {
+      const std::string_view k(s_.names[i]);
+      if (k == plain) return Use(i, present);
+      if (qualified == s_.names.size() && k.size() == origin.size() + 1 + plain.size() &&
+          k.substr(0, origin.size()) == origin && k[origin.size()] == ':' &&
+          k.substr(origin.size() + 1) == plain) {
+        qualified = i;
       }
     }
+    if (qualified < s_.names.size()) return Use(qualified, present);
     return nullptr;
   }
-  static bool ToU64(const Value& v, bool allow_string, uint64_t* out) {
-    if (v.kind_case() == Value::kNumberValue) {
-      double d = v.number_value();
+  const JsonValue* Use(size_t i, bool* present) {
+    used_[i] = true;
+    if (present) *present = true;
+    return &s_.items[i];
+  }
+  static bool ToU64(const JsonValue& v, bool allow_string, uint64_t* out) {
+    if (v.kind == JsonValue::Kind::kNumber) {
+      double d = v.number;
       if (!std::isfinite(d) || d < 0 || d != std::floor(d) || d > 9007199254740992.0) return false;
       *out = static_cast<uint64_t>(d);
       return true;
     }
-    if (allow_string && v.kind_case() == Value::kStringValue) {
-      return ParseU64(v.string_value(), out);
+    if (allow_string && v.kind == JsonValue::Kind::kString) {
+      return ParseU64(v.string, out);
     }
     return false;
   }
 
-  const Struct& s_;
-  std::string where_;
-  std::set<std::string> used_;
+  const JsonValue& s_;
+  Where where_;
+  std::vector<bool> used_;
 };
 
-Status ParseJsonValue(const ::gnmi::TypedValue& val, const std::string& where, Struct* out) {
-  std::string text;
+Status ParseJsonValue(const ::gnmi::TypedValue& val, const Where& where, JsonValue* out) {
+  std::string_view text;
   if (val.value_case() == ::gnmi::TypedValue::kJsonIetfVal) {
     text = val.json_ietf_val();
   } else if (val.value_case() == ::gnmi::TypedValue::kJsonVal) {
     text = val.json_val();
   } else {
-    return InvalidArgument(where + ": value must be json_ietf_val or json_val (a JSON object)");
+    return InvalidArgument(where.str() +
+                           ": value must be json_ietf_val or json_val (a JSON object)");
   }
-  auto st = google::protobuf::util::JsonStringToMessage(text, out);
-  if (!st.ok()) return InvalidArgument(where + ": value is not a JSON object");
+  JsonParser parser(text);
+  if (!parser.Document(out) || out->kind != JsonValue::Kind::kObject) {
+    return InvalidArgument(where.str() + ": value is not a JSON object");
+  }
   return Status::Ok();
 }
 
@@ -322,10 +651,17 @@ struct Traits;
 template <>
 struct Traits<v1::ColorGroup> {
   static constexpr Part kPart = Part::kColors;
-  static std::vector<std::string> Elems() { return {"colors", "color"}; }
-  static std::vector<std::string> KeyNames() { return {"id"}; }
+  static const std::vector<std::string>& Elems() {
+    static const std::vector<std::string> v = {"colors", "color"};
+    return v;
+  }
+  static const std::vector<std::string>& KeyNames() {
+    static const std::vector<std::string> v = {"id"};
+    return v;
+  }
   static Key KeyOf(const v1::ColorGroup& m) { return {std::to_string(m.color())}; }
   static SortKey SortOf(const v1::ColorGroup& m) { return {Pad(m.color())}; }
+  static auto Tie(const v1::ColorGroup& m) { return std::make_tuple(m.color()); }
   static std::string Name(const v1::ColorGroup& m) { return "color " + std::to_string(m.color()); }
   static Status SetKey(const Key& k, v1::ColorGroup* m) {
     uint32_t id = 0;
@@ -374,13 +710,22 @@ struct Traits<v1::ColorGroup> {
 template <>
 struct Traits<v1::ColoredRoute> {
   static constexpr Part kPart = Part::kRoutes;
-  static std::vector<std::string> Elems() { return {"routes", "route"}; }
-  static std::vector<std::string> KeyNames() { return {"destination", "traffic-class"}; }
+  static const std::vector<std::string>& Elems() {
+    static const std::vector<std::string> v = {"routes", "route"};
+    return v;
+  }
+  static const std::vector<std::string>& KeyNames() {
+    static const std::vector<std::string> v = {"destination", "traffic-class"};
+    return v;
+  }
   static Key KeyOf(const v1::ColoredRoute& m) {
     return {m.destination(), std::to_string(m.traffic_class())};
   }
   static SortKey SortOf(const v1::ColoredRoute& m) {
     return {m.destination(), Pad(m.traffic_class())};
+  }
+  static auto Tie(const v1::ColoredRoute& m) {
+    return std::make_tuple(std::string_view(m.destination()), m.traffic_class());
   }
   static std::string Name(const v1::ColoredRoute& m) {
     return "route \"" + m.destination() + "\" tc " + std::to_string(m.traffic_class());
@@ -445,10 +790,19 @@ struct Traits<v1::ColoredRoute> {
 template <>
 struct Traits<v1::WeightSet> {
   static constexpr Part kPart = Part::kWeights;
-  static std::vector<std::string> Elems() { return {"glb", "destinations", "destination"}; }
-  static std::vector<std::string> KeyNames() { return {"name"}; }
+  static const std::vector<std::string>& Elems() {
+    static const std::vector<std::string> v = {"glb", "destinations", "destination"};
+    return v;
+  }
+  static const std::vector<std::string>& KeyNames() {
+    static const std::vector<std::string> v = {"name"};
+    return v;
+  }
   static Key KeyOf(const v1::WeightSet& m) { return {m.destination()}; }
   static SortKey SortOf(const v1::WeightSet& m) { return {m.destination()}; }
+  static auto Tie(const v1::WeightSet& m) {
+    return std::make_tuple(std::string_view(m.destination()));
+  }
   static std::string Name(const v1::WeightSet& m) {
     return "glb destination \"" + m.destination() + "\"";
   }
@@ -497,10 +851,17 @@ struct Traits<v1::WeightSet> {
 template <>
 struct Traits<v1::AlbTable> {
   static constexpr Part kPart = Part::kAlbTables;
-  static std::vector<std::string> Elems() { return {"alb", "groups", "group"}; }
-  static std::vector<std::string> KeyNames() { return {"name"}; }
+  static const std::vector<std::string>& Elems() {
+    static const std::vector<std::string> v = {"alb", "groups", "group"};
+    return v;
+  }
+  static const std::vector<std::string>& KeyNames() {
+    static const std::vector<std::string> v = {"name"};
+    return v;
+  }
   static Key KeyOf(const v1::AlbTable& m) { return {m.group()}; }
   static SortKey SortOf(const v1::AlbTable& m) { return {m.group()}; }
+  static auto Tie(const v1::AlbTable& m) { return std::make_tuple(std::string_view(m.group())); }
   static std::string Name(const v1::AlbTable& m) { return "alb group \"" + m.group() + "\""; }
   static Status SetKey(const Key& k, v1::AlbTable* m) {
     if (k[0].empty()) return InvalidArgument("alb group: empty name key");
@@ -546,13 +907,22 @@ inline constexpr uint32_t kMaxQp = (1u << 24) - 1;  // RoCE QPNs are 24 bits.
 template <>
 struct Traits<v1::SprayRule> {
   static constexpr Part kPart = Part::kSprayRules;
-  static std::vector<std::string> Elems() { return {"spray", "rules", "rule"}; }
-  static std::vector<std::string> KeyNames() { return {"traffic-class", "qp-first"}; }
+  static const std::vector<std::string>& Elems() {
+    static const std::vector<std::string> v = {"spray", "rules", "rule"};
+    return v;
+  }
+  static const std::vector<std::string>& KeyNames() {
+    static const std::vector<std::string> v = {"traffic-class", "qp-first"};
+    return v;
+  }
   static Key KeyOf(const v1::SprayRule& m) {
     return {std::to_string(m.traffic_class()), std::to_string(m.qp_first())};
   }
   static SortKey SortOf(const v1::SprayRule& m) {
     return {Pad(m.traffic_class()), Pad(m.qp_first())};
+  }
+  static auto Tie(const v1::SprayRule& m) {
+    return std::make_tuple(m.traffic_class(), m.qp_first());
   }
   static std::string Name(const v1::SprayRule& m) {
     return "spray rule tc " + std::to_string(m.traffic_class()) + " qp-first " +
@@ -610,8 +980,14 @@ struct Traits<v1::SprayRule> {
 template <>
 struct Traits<v1::QueueThresholds> {
   static constexpr Part kPart = Part::kThresholds;
-  static std::vector<std::string> Elems() { return {"qos", "thresholds", "threshold"}; }
-  static std::vector<std::string> KeyNames() { return {"interface", "priority"}; }
+  static const std::vector<std::string>& Elems() {
+    static const std::vector<std::string> v = {"qos", "thresholds", "threshold"};
+    return v;
+  }
+  static const std::vector<std::string>& KeyNames() {
+    static const std::vector<std::string> v = {"interface", "priority"};
+    return v;
+  }
   static std::string IfKey(const v1::QueueThresholds& m) {
     return m.interface().empty() ? std::string(kAllInterfaces) : m.interface();
   }
@@ -619,6 +995,9 @@ struct Traits<v1::QueueThresholds> {
     return {IfKey(m), std::to_string(m.priority())};
   }
   static SortKey SortOf(const v1::QueueThresholds& m) { return {m.interface(), Pad(m.priority())}; }
+  static auto Tie(const v1::QueueThresholds& m) {
+    return std::make_tuple(std::string_view(m.interface()), m.priority());
+  }
   static std::string Name(const v1::QueueThresholds& m) {
     return "threshold " + IfKey(m) + " priority " + std::to_string(m.priority());
   }
@@ -865,6 +1244,28 @@ std::string PathText(const ::gnmi::Path& p) {
   return out;
 }
 
+// A prefix joined with a path (JoinPaths) without copying either.
+class PathView {
+ public:
+  PathView(const ::gnmi::Path& prefix, const ::gnmi::Path& path) : prefix_(&prefix), path_(&path) {}
+  explicit PathView(const ::gnmi::Path& path) : prefix_(nullptr), path_(&path) {}
+  const std::string& origin() const {
+    return prefix_ != nullptr && path_->origin().empty() ? prefix_->origin() : path_->origin();
+  }
+  int elem_size() const { return head() + path_->elem_size(); }
+  const ::gnmi::PathElem& elem(int i) const {
+    return i < head() ? prefix_->elem(i) : path_->elem(i - head());
+  }
+  ::gnmi::Path Full() const { return prefix_ != nullptr ? JoinPaths(*prefix_, *path_) : *path_; }
+
+ private:
+  int head() const { return prefix_ != nullptr ? prefix_->elem_size() : 0; }
+  const ::gnmi::Path* prefix_;
+  const ::gnmi::Path* path_;
+};
+
+std::string PathText(const PathView& p) { return PathText(p.Full()); }
+
 // What a path addresses.
 struct Resolved {
   bool all = false;  // The root: every part.
@@ -878,26 +1279,26 @@ struct Resolved {
   }
 };
 
-Status ResolveList(const ::gnmi::Path& p, const std::vector<std::string>& elems,
+Status ResolveList(const PathView& p, const std::vector<std::string>& elems,
                    const std::vector<std::string>& key_names, Resolved* r) {
-  const std::string text = PathText(p);
+  auto text = [&p] { return PathText(p); };
   r->keys.assign(key_names.size(), std::nullopt);
   int n = p.elem_size();
   for (int i = 0; i < n; ++i) {
     const auto& e = p.elem(i);
     size_t ui = static_cast<size_t>(i);
     if (ui < elems.size()) {
-      if (e.name() != elems[ui]) return InvalidArgument("unknown path " + text);
+      if (e.name() != elems[ui]) return InvalidArgument("unknown path " + text());
       bool is_list = ui + 1 == elems.size();
       if (!is_list && !e.key().empty()) {
-        return InvalidArgument("path " + text + ": \"" + e.name() + "\" has no keys");
+        return InvalidArgument("path " + text() + ": \"" + e.name() + "\" has no keys");
       }
       if (is_list) {
         r->list_reached = true;
         for (const auto& [k, v] : e.key()) {
           auto it = std::find(key_names.begin(), key_names.end(), k);
           if (it == key_names.end()) {
-            return InvalidArgument("path " + text + ": unknown key \"" + k + "\"");
+            return InvalidArgument("path " + text() + ": unknown key \"" + k + "\"");
           }
           if (v != "*") r->keys[it - key_names.begin()] = v;
         }
@@ -905,21 +1306,21 @@ Status ResolveList(const ::gnmi::Path& p, const std::vector<std::string>& elems,
     } else if (ui == elems.size() && e.name() == "config" && e.key().empty()) {
       r->config = true;
     } else if (ui == elems.size() + 1 && r->config) {
-      return InvalidArgument("path " + text + ": leaves are not addressable, use the config " +
+      return InvalidArgument("path " + text() + ": leaves are not addressable, use the config " +
                              "container");
     } else {
-      return InvalidArgument("unknown path " + text);
+      return InvalidArgument("unknown path " + text());
     }
   }
   return Status::Ok();
 }
 
 // `p` is a full path (prefix joined).
-Status Resolve(const ::gnmi::Path& p, Resolved* r) {
+Status Resolve(const PathView& p, Resolved* r) {
   if (p.origin() != kOrigin) {
     return InvalidArgument("path " + PathText(p) + ": origin must be \"loom\"");
   }
-  if (p.elem().empty()) {
+  if (p.elem_size() == 0) {
     r->all = true;
     return Status::Ok();
   }
@@ -985,16 +1386,17 @@ void DeleteResolved(const Resolved& r, Model* m) {
 
 // Replace (merge == false) or update (merge == true) of one list entry.
 template <class T>
-Status WriteEntry(const Resolved& r, const Struct& json, bool merge, const std::string& where,
+Status WriteEntry(const Resolved& r, const JsonValue& json, bool merge, const Where& where,
                   const CodecLimits& limits, Entries<T>* entries) {
   if (!r.list_reached || !r.FullKey()) {
-    return InvalidArgument(where + ": replace/update must name one list entry with every key");
+    return InvalidArgument(where.str() +
+                           ": replace/update must name one list entry with every key");
   }
   Key key;
   for (const auto& k : r.keys) key.push_back(*k);
   T m;
   Status s = Traits<T>::SetKey(key, &m);
-  if (!s.ok()) return InvalidArgument(where + ": " + s.message());
+  if (!s.ok()) return InvalidArgument(where.str() + ": " + s.message());
   auto it = entries->find(Traits<T>::SortOf(m));
   if (merge && it != entries->end()) m = it->second;
   JsonObject obj(json, where);
@@ -1003,15 +1405,15 @@ Status WriteEntry(const Resolved& r, const Struct& json, bool merge, const std::
   if (!s.ok()) return s;
   Traits<T>::Canon(&m);
   s = Traits<T>::Validate(m, limits);
-  if (!s.ok()) return InvalidArgument(where + ": " + s.message());
+  if (!s.ok()) return InvalidArgument(where.str() + ": " + s.message());
   (*entries)[Traits<T>::SortOf(m)] = m;
   return Status::Ok();
 }
 
 Status WriteResolved(const Resolved& r, const ::gnmi::TypedValue& val, bool merge,
-                     const std::string& where, const CodecLimits& limits, Model* m) {
-  if (r.all) return InvalidArgument(where + ": replace/update of the root is not supported");
-  Struct json;
+                     const Where& where, const CodecLimits& limits, Model* m) {
+  if (r.all) return InvalidArgument(where.str() + ": replace/update of the root is not supported");
+  JsonValue json;
   Status s = ParseJsonValue(val, where, &json);
   if (!s.ok()) return s;
   switch (r.part) {
@@ -1037,7 +1439,7 @@ Status WriteResolved(const Resolved& r, const ::gnmi::TypedValue& val, bool merg
       v1::DeviceState tmp;
       *tmp.mutable_dlb() = d;
       s = ValidateDlb(tmp, limits);
-      if (!s.ok()) return InvalidArgument(where + ": " + s.message());
+      if (!s.ok()) return InvalidArgument(where.str() + ": " + s.message());
       m->dlb = d;
       return Status::Ok();
     }
@@ -1050,8 +1452,8 @@ Status WriteResolved(const Resolved& r, const ::gnmi::TypedValue& val, bool merg
 template <class T>
 ::gnmi::Path EntryPath(const T& m, bool config) {
   ::gnmi::Path p;
-  auto elems = Traits<T>::Elems();
-  auto names = Traits<T>::KeyNames();
+  const auto& elems = Traits<T>::Elems();
+  const auto& names = Traits<T>::KeyNames();
   Key key = Traits<T>::KeyOf(m);
   for (size_t i = 0; i < elems.size(); ++i) {
     auto* e = p.add_elem();
@@ -1078,11 +1480,10 @@ std::string JsonOf(const T& m) {
   return w.Done();
 }
 
-void AddUpdate(const ::gnmi::Path& path, const std::string& json,
-               RepeatedPtrField<::gnmi::Update>* out) {
+void AddUpdate(::gnmi::Path&& path, std::string json, RepeatedPtrField<::gnmi::Update>* out) {
   auto* u = out->Add();
-  *u->mutable_path() = path;
-  u->mutable_val()->set_json_ietf_val(json);
+  u->mutable_path()->Swap(&path);
+  u->mutable_val()->set_json_ietf_val(std::move(json));
 }
 
 template <class T>
@@ -1107,6 +1508,37 @@ void DiffEntries(const Entries<T>* cur, const Entries<T>& want, ::gnmi::SetReque
       if (it != cur->end() && Equal(it->second, m)) continue;
     }
     AddUpdate(EntryPath(m, true), JsonOf(m), req->mutable_replace());
+  }
+}
+
+// AddPartUpdates for a canonical state (no keyed copy).
+template <class T>
+void AddStateListUpdates(const RepeatedPtrField<T>& list, const Resolved* filter,
+                         RepeatedPtrField<::gnmi::Update>* out) {
+  for (const T& m : list) {
+    if (filter && !filter->all && filter->list_reached && !KeyMatches(m, *filter)) continue;
+    AddUpdate(EntryPath(m, true), JsonOf(m), out);
+  }
+}
+
+void AddStateUpdates(const v1::DeviceState& s, Part part, const Resolved* filter,
+                     RepeatedPtrField<::gnmi::Update>* out) {
+  switch (part) {
+    case Part::kColors:
+      return AddStateListUpdates(s.colors(), filter, out);
+    case Part::kRoutes:
+      return AddStateListUpdates(s.routes(), filter, out);
+    case Part::kWeights:
+      return AddStateListUpdates(s.weights(), filter, out);
+    case Part::kAlbTables:
+      return AddStateListUpdates(s.alb_tables(), filter, out);
+    case Part::kSprayRules:
+      return AddStateListUpdates(s.spray_rules(), filter, out);
+    case Part::kThresholds:
+      return AddStateListUpdates(s.thresholds(), filter, out);
+    case Part::kDlb:
+      if (HasDlb(s)) AddUpdate(DlbPath(true), ConfigJson(s.dlb()), out);
+      return;
   }
 }
 
@@ -1139,7 +1571,18 @@ void AddPartUpdates(const Model& m, Part part, const Resolved* filter,
 }
 
 template <class T>
+bool IsCanonicalList(const RepeatedPtrField<T>& list);
+
+template <class T>
 Status ValidateList(const v1::DeviceState& s, const CodecLimits& l) {
+  if (IsCanonicalList(Traits<T>::List(s))) {
+    // Keys strictly ascending: no duplicates to look for.
+    for (const T& m : Traits<T>::List(s)) {
+      Status st = Traits<T>::Validate(m, l);
+      if (!st.ok()) return st;
+    }
+    return Status::Ok();
+  }
   std::map<SortKey, const T*> seen;
   for (const T& m : Traits<T>::List(s)) {
     Status st = Traits<T>::Validate(m, l);
@@ -1158,19 +1601,96 @@ Status ValidateList(const v1::DeviceState& s, const CodecLimits& l) {
   return Status::Ok();
 }
 
+// Key order of two entries (the order of SortOf, without building keys).
+template <class T>
+bool KeyLess(const T& a, const T& b) {
+  return Traits<T>::Tie(a) < Traits<T>::Tie(b);
+}
+
+bool IsCanonEntry(const v1::ColorGroup& m) {
+  return std::is_sorted(m.next_hops().begin(), m.next_hops().end());
+}
+template <class T>
+bool IsCanonEntry(const T&) {
+  return true;
+}
+
+// Already canonical: entries canonical, keys strictly ascending.
+template <class T>
+bool IsCanonicalList(const RepeatedPtrField<T>& list) {
+  for (int i = 0; i < list.size(); ++i) {
+    if (!IsCanonEntry(list.Get(i))) return false;
+    if (i > 0 && !KeyLess(list.Get(i - 1), list.Get(i))) return false;
+  }
+  return true;
+}
+
+// A DLB profile that Canonical() keeps.
+const v1::DlbProfile* CanonDlb(const v1::DeviceState& s) {
+  if (!s.has_dlb()) return nullptr;
+  if (!HasDlb(s) && s.dlb().ByteSizeLong() == 0) return nullptr;
+  return &s.dlb();
+}
+
+bool IsCanonicalState(const v1::DeviceState& s) {
+  return IsCanonicalList(s.colors()) && IsCanonicalList(s.routes()) &&
+         IsCanonicalList(s.weights()) && IsCanonicalList(s.alb_tables()) &&
+         IsCanonicalList(s.spray_rules()) && IsCanonicalList(s.thresholds()) &&
+         (!s.has_dlb() || CanonDlb(s) != nullptr);
+}
+
 template <class T>
 void CanonList(v1::DeviceState* s) {
   auto* list = Traits<T>::MutableList(s);
-  std::vector<T> v(list->begin(), list->end());
-  for (T& m : v) Traits<T>::Canon(&m);
-  std::stable_sort(v.begin(), v.end(), [](const T& a, const T& b) {
-    return Traits<T>::SortOf(a) < Traits<T>::SortOf(b);
-  });
-  list->Clear();
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i > 0 && Equal(v[i], v[i - 1])) continue;
-    *list->Add() = v[i];
+  if (IsCanonicalList(*list)) return;  // What this codec produces.
+  const int n = list->size();
+  for (int i = 0; i < n; ++i) Traits<T>::Canon(list->Mutable(i));
+  std::vector<int> order(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return KeyLess(list->Get(a), list->Get(b)); });
+  RepeatedPtrField<T> out;
+  out.Reserve(n);
+  const T* prev = nullptr;
+  for (int i : order) {
+    const T& m = list->Get(i);
+    if (prev && Equal(m, *prev)) continue;
+    *out.Add() = m;
+    prev = &m;
   }
+  list->Swap(&out);
+}
+
+// DiffEntries for two canonical lists: one merge pass, no keyed copies.
+template <class T>
+void DiffSorted(const RepeatedPtrField<T>& cur, const RepeatedPtrField<T>& want,
+                ::gnmi::SetRequest* req) {
+  int i = 0, j = 0;
+  while (i < cur.size() || j < want.size()) {
+    if (j >= want.size() || (i < cur.size() && KeyLess(cur.Get(i), want.Get(j)))) {
+      *req->add_delete_() = EntryPath(cur.Get(i), false);
+      ++i;
+    } else if (i >= cur.size() || KeyLess(want.Get(j), cur.Get(i))) {
+      AddUpdate(EntryPath(want.Get(j), true), JsonOf(want.Get(j)), req->mutable_replace());
+      ++j;
+    } else {
+      if (!Equal(cur.Get(i), want.Get(j))) {
+        AddUpdate(EntryPath(want.Get(j), true), JsonOf(want.Get(j)), req->mutable_replace());
+      }
+      ++i;
+      ++j;
+    }
+  }
+}
+
+void Canonicalize(v1::DeviceState* out) {
+  CanonList<v1::ColorGroup>(out);
+  CanonList<v1::ColoredRoute>(out);
+  CanonList<v1::WeightSet>(out);
+  if (out->has_dlb() && CanonDlb(*out) == nullptr) out->clear_dlb();
+  CanonList<v1::AlbTable>(out);
+  CanonList<v1::SprayRule>(out);
+  CanonList<v1::QueueThresholds>(out);
 }
 
 }  // namespace
@@ -1297,31 +1817,46 @@ v1::DeviceState Project(const v1::DeviceState& state, PartMask parts) {
 
 v1::DeviceState Canonical(const v1::DeviceState& state) {
   v1::DeviceState out = state;
-  CanonList<v1::ColorGroup>(&out);
-  CanonList<v1::ColoredRoute>(&out);
-  CanonList<v1::WeightSet>(&out);
-  if (!HasDlb(out)) {
-    v1::DlbProfile empty;
-    if (out.has_dlb() && Equal(out.dlb(), empty)) out.clear_dlb();
-  }
-  CanonList<v1::AlbTable>(&out);
-  CanonList<v1::SprayRule>(&out);
-  CanonList<v1::QueueThresholds>(&out);
+  Canonicalize(&out);
   return out;
 }
 
-PartMask DiffParts(const v1::DeviceState& a, const v1::DeviceState& b, PartMask parts) {
-  v1::DeviceState ca = Canonical(Project(a, parts)), cb = Canonical(Project(b, parts));
-  PartMask out = 0;
-  for (Part p : kEveryPart) {
-    if (!(parts & Mask(p))) continue;
-    v1::DeviceState pa = Project(ca, Mask(p)), pb = Project(cb, Mask(p));
-    pa.clear_device();
-    pb.clear_device();
-    pa.clear_generation();
-    pb.clear_generation();
-    if (!Equal(pa, pb)) out |= Mask(p);
+v1::DeviceState Canonical(v1::DeviceState&& state) {
+  v1::DeviceState out = std::move(state);
+  Canonicalize(&out);
+  return out;
+}
+
+namespace {
+template <class T>
+bool SameList(const RepeatedPtrField<T>& a, const RepeatedPtrField<T>& b) {
+  if (a.size() != b.size()) return false;
+  for (int i = 0; i < a.size(); ++i) {
+    if (!Equal(a.Get(i), b.Get(i))) return false;
   }
+  return true;
+}
+}  // namespace
+
+PartMask DiffParts(const v1::DeviceState& a, const v1::DeviceState& b, PartMask parts) {
+  // Canonical inputs (decoded or canonicalized before) are compared in place.
+  std::optional<v1::DeviceState> copy_a, copy_b;
+  if (!IsCanonicalState(a)) copy_a = Canonical(Project(a, parts));
+  if (!IsCanonicalState(b)) copy_b = Canonical(Project(b, parts));
+  const v1::DeviceState& ca = copy_a ? *copy_a : a;
+  const v1::DeviceState& cb = copy_b ? *copy_b : b;
+  PartMask out = 0;
+  auto diff = [&](Part p, bool same) {
+    if ((parts & Mask(p)) && !same) out |= Mask(p);
+  };
+  diff(Part::kColors, SameList(ca.colors(), cb.colors()));
+  diff(Part::kRoutes, SameList(ca.routes(), cb.routes()));
+  diff(Part::kWeights, SameList(ca.weights(), cb.weights()));
+  const v1::DlbProfile *da = CanonDlb(ca), *db = CanonDlb(cb);
+  diff(Part::kDlb, (da == nullptr) == (db == nullptr) && (!da || Equal(*da, *db)));
+  diff(Part::kAlbTables, SameList(ca.alb_tables(), cb.alb_tables()));
+  diff(Part::kSprayRules, SameList(ca.spray_rules(), cb.spray_rules()));
+  diff(Part::kThresholds, SameList(ca.thresholds(), cb.thresholds()));
   return out;
 }
 
@@ -1342,6 +1877,46 @@ std::string ConfigJson(const v1::DlbProfile& m) {
   ::gnmi::SetRequest req;
   req.mutable_prefix()->set_origin(kOrigin);
   if (!target.empty()) req.mutable_prefix()->set_target(target);
+  if (current && IsCanonicalState(*current) && IsCanonicalState(desired)) {
+    // The driver's case: both sides canonical, diffed in one pass.
+    for (Part p : kEveryPart) {
+      if (!(parts & Mask(p))) continue;
+      switch (p) {
+        case Part::kColors:
+          DiffSorted(current->colors(), desired.colors(), &req);
+          break;
+        case Part::kRoutes:
+          DiffSorted(current->routes(), desired.routes(), &req);
+          break;
+        case Part::kWeights:
+          DiffSorted(current->weights(), desired.weights(), &req);
+          break;
+        case Part::kAlbTables:
+          DiffSorted(current->alb_tables(), desired.alb_tables(), &req);
+          break;
+        case Part::kSprayRules:
+          DiffSorted(current->spray_rules(), desired.spray_rules(), &req);
+          break;
+        case Part::kThresholds:
+          DiffSorted(current->thresholds(), desired.thresholds(), &req);
+          break;
+        case Part::kDlb: {
+          // As ToModel: a profile without a mode is no profile.
+          const v1::DlbProfile* c = HasDlb(*current) ? &current->dlb() : nullptr;
+          const v1::DlbProfile* w = HasDlb(desired) ? &desired.dlb() : nullptr;
+          if (w) {
+            if (!c || !Equal(*c, *w)) {
+              AddUpdate(DlbPath(true), ConfigJson(*w), req.mutable_replace());
+            }
+          } else if (c) {
+            *req.add_delete_() = DlbPath(false);
+          }
+          break;
+        }
+      }
+    }
+    return req;
+  }
   Model want = ToModel(desired);
   std::optional<Model> cur;
   if (current) cur = ToModel(*current);
@@ -1403,7 +1978,7 @@ Status ApplySetRequest(const ::gnmi::SetRequest& request, v1::DeviceState* state
     r->set_op(op);
   };
   for (const auto& d : request.delete_()) {
-    ::gnmi::Path full = JoinPaths(request.prefix(), d);
+    const PathView full(request.prefix(), d);
     Resolved r;
     Status s = Resolve(full, &r);
     if (!s.ok()) return InvalidArgument("delete: " + s.message());
@@ -1413,12 +1988,12 @@ Status ApplySetRequest(const ::gnmi::SetRequest& request, v1::DeviceState* state
   for (int pass = 0; pass < 2; ++pass) {
     const auto& ups = pass == 0 ? request.replace() : request.update();
     for (const auto& u : ups) {
-      ::gnmi::Path full = JoinPaths(request.prefix(), u.path());
+      const PathView full(request.prefix(), u.path());
       Resolved r;
       const char* op = pass == 0 ? "replace " : "update ";
       Status s = Resolve(full, &r);
       if (!s.ok()) return InvalidArgument(op + s.message());
-      s = WriteResolved(r, u.val(), pass == 1, op + PathText(full), limits, &m);
+      s = WriteResolved(r, u.val(), pass == 1, Where(op, full), limits, &m);
       if (!s.ok()) return s;
       result(u.path(), pass == 0 ? ::gnmi::UpdateResult::REPLACE : ::gnmi::UpdateResult::UPDATE);
     }
@@ -1449,6 +2024,12 @@ Status ApplySetRequest(const ::gnmi::SetRequest& request, v1::DeviceState* state
   n.set_timestamp(timestamp_ns);
   n.mutable_prefix()->set_origin(kOrigin);
   if (!target.empty()) n.mutable_prefix()->set_target(target);
+  if (IsCanonicalState(state)) {
+    for (Part p : kEveryPart) {
+      if (parts & Mask(p)) AddStateUpdates(state, p, nullptr, n.mutable_update());
+    }
+    return n;
+  }
   Model m = ToModel(state);
   for (Part p : kEveryPart) {
     if (parts & Mask(p)) AddPartUpdates(m, p, nullptr, n.mutable_update());
@@ -1465,21 +2046,29 @@ Status EncodeGetResponse(const ::gnmi::GetRequest& request, const v1::DeviceStat
   std::vector<::gnmi::Path> paths;
   for (const auto& p : request.path()) paths.push_back(JoinPaths(request.prefix(), p));
   if (paths.empty()) paths.push_back(request.prefix());
-  Model m = ToModel(state);
+  // A canonical state (the targets cache one) is encoded as it is.
+  const bool canonical = IsCanonicalState(state);
+  Model m;
+  if (!canonical) m = ToModel(state);
   ::gnmi::GetResponse out;
   for (const auto& full : paths) {
     Resolved r;
-    Status s = Resolve(full, &r);
+    Status s = Resolve(PathView(full), &r);
     if (!s.ok()) return s;
     ::gnmi::Notification* n = out.add_notification();
     n->set_timestamp(timestamp_ns);
     n->mutable_prefix()->set_origin(kOrigin);
     if (!full.target().empty()) n->mutable_prefix()->set_target(full.target());
     for (Part p : kEveryPart) {
-      if (r.all || r.part == p) AddPartUpdates(m, p, &r, n->mutable_update());
+      if (!(r.all || r.part == p)) continue;
+      if (canonical) {
+        AddStateUpdates(state, p, &r, n->mutable_update());
+      } else {
+        AddPartUpdates(m, p, &r, n->mutable_update());
+      }
     }
     if (!r.all && r.part != Part::kDlb && r.list_reached && r.FullKey() && n->update().empty()) {
-      return NotFound("path " + PathText(full) + " does not exist");
+      return NotFound("path " + PathText(PathView(full)) + " does not exist");
     }
   }
   *response = std::move(out);
@@ -1491,14 +2080,14 @@ Status DecodeGetResponse(const ::gnmi::GetResponse& response, v1::DeviceState* s
   Model m;
   for (const auto& n : response.notification()) {
     for (const auto& u : n.update()) {
-      ::gnmi::Path full = JoinPaths(n.prefix(), u.path());
+      const PathView full(n.prefix(), u.path());
       Resolved r;
       Status s = Resolve(full, &r);
       if (!s.ok()) return s;
       if (!r.config) {
         return InvalidArgument("update " + PathText(full) + ": expected a config container");
       }
-      s = WriteResolved(r, u.val(), false, "update " + PathText(full), limits, &m);
+      s = WriteResolved(r, u.val(), false, Where("update ", full), limits, &m);
       if (!s.ok()) return s;
     }
   }

@@ -98,6 +98,8 @@ loom::v1::DeviceState Project(const loom::v1::DeviceState& state, PartMask parts
 // The canonical form of `state` (see above). Conflicting duplicates (same key,
 // different content) are kept in order; ValidatePart reports them.
 loom::v1::DeviceState Canonical(const loom::v1::DeviceState& state);
+// The same, reusing `state`'s storage (no copy when it is already canonical).
+loom::v1::DeviceState Canonical(loom::v1::DeviceState&& state);
 // Parts among `parts` whose canonical contents differ.
 PartMask DiffParts(const loom::v1::DeviceState& a, const loom::v1::DeviceState& b,
                    PartMask parts = kAllParts);

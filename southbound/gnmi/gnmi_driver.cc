@@ -258,7 +258,7 @@ void GnmiDriver::RunApply(Device& d, Op op) {
     ContinueApply(d, c);
     return;
   }
-  CallGet(d, [this, &d, c](Status s, v1::DeviceState) {
+  CallGet(d, config_.parts, [this, &d, c](Status s, v1::DeviceState) {
     if (!s.ok()) {
       PartMask pending = DiffParts(d.last_seen, c->desired, c->valid);
       for (Part p : kEveryPart) {
@@ -290,7 +290,9 @@ void GnmiDriver::ContinueApply(Device& d, std::shared_ptr<ApplyCtx> c) {
       FinishApply(d, c);
       return;
     }
-    CallGet(d, [this, &d, c](Status gs, v1::DeviceState state) {
+    // Confirm with a Get of the parts the Set carried only (the rest is
+    // known from earlier confirmed Gets and was not touched).
+    CallGet(d, c->sent, [this, &d, c](Status gs, v1::DeviceState state) {
       if (!gs.ok()) {
         d.known.reset();
         for (Part p : kEveryPart) {
@@ -330,7 +332,7 @@ void GnmiDriver::FinishApply(Device& d, std::shared_ptr<ApplyCtx> c) {
 
 void GnmiDriver::RunRead(Device& d, Op op) {
   auto shared = std::make_shared<Op>(std::move(op));
-  CallGet(d, [this, &d, shared](Status s, v1::DeviceState state) {
+  CallGet(d, config_.parts, [this, &d, shared](Status s, v1::DeviceState state) {
     v1::DeviceState out = s.ok() ? state : d.last_seen;
     out.set_device(d.config.device);
     out.set_generation(d.applied_generation);
@@ -353,14 +355,15 @@ void GnmiDriver::EndRpc(grpc::ClientContext* ctx) {
   cv_.notify_all();
 }
 
-void GnmiDriver::CallGet(Device& d, std::function<void(Status, v1::DeviceState)> then) {
+void GnmiDriver::CallGet(Device& d, PartMask parts,
+                         std::function<void(Status, v1::DeviceState)> then) {
   struct Call {
     grpc::ClientContext ctx;
     ::gnmi::GetRequest req;
     ::gnmi::GetResponse resp;
   };
   auto call = std::make_shared<Call>();
-  call->req = MakeGetRequest(config_.parts, d.target);
+  call->req = MakeGetRequest(parts, d.target);
   call->ctx.set_deadline(std::chrono::system_clock::now() +
                          std::chrono::milliseconds(config_.rpc_timeout_ms));
   if (!d.stub || !BeginRpc(&call->ctx)) {
@@ -369,9 +372,9 @@ void GnmiDriver::CallGet(Device& d, std::function<void(Status, v1::DeviceState)>
   }
   d.gets++;
   d.stub->async()->Get(&call->ctx, &call->req, &call->resp,
-                       [this, &d, call, then = std::move(then)](grpc::Status gs) {
+                       [this, &d, parts, call, then = std::move(then)](grpc::Status gs) {
                          Status s = FromGrpc(gs);
-                         bool posted = Post([this, &d, call, then, s] {
+                         bool posted = Post([this, &d, parts, call, then, s] {
                            Status st = s;
                            v1::DeviceState state;
                            state.set_device(d.config.device);
@@ -382,9 +385,15 @@ void GnmiDriver::CallGet(Device& d, std::function<void(Status, v1::DeviceState)>
                              }
                            }
                            if (st.ok()) {
-                             state = Project(state, config_.parts);
-                             d.known = state;
-                             d.last_seen = state;
+                             state = Project(state, parts);
+                             if (parts == config_.parts) {
+                               d.known = state;
+                               d.last_seen = state;
+                             } else {
+                               // A Get of some parts: the others stay as known.
+                               if (d.known) CopyParts(state, parts, &*d.known);
+                               CopyParts(state, parts, &d.last_seen);
+                             }
                            } else {
                              d.get_failures++;
                              LOG_WARN("gnmi get failed")

@@ -3,8 +3,9 @@
 // Role: for each device (a gNMI target address; target name = device id by
 // default) it turns the full desired DeviceState into ONE SetRequest holding
 // what differs from what the device last confirmed (schema and codec:
-// southbound/gnmi/gnmi_config.h), then confirms with a Get and reports
-// `applied` from that Get. Nothing differs -> no Set. The parts it owns are
+// southbound/gnmi/gnmi_config.h), then confirms with a Get of the parts the
+// Set carried and reports `applied` from what the device returned (the other
+// parts as last confirmed). Nothing differs -> no Set. The parts it owns are
 // configurable: by default weights, dlb, alb_tables, spray_rules and
 // thresholds; colors and routes only when asked (when BGP carries them the
 // gNMI driver ignores them, and leaves them empty in `applied`).
@@ -117,7 +118,9 @@ class GnmiDriver final : public loom::southbound::Driver {
   void ContinueApply(Device& d, std::shared_ptr<ApplyCtx> c);
   void FinishApply(Device& d, std::shared_ptr<ApplyCtx> c);
   void RunRead(Device& d, Op op);
-  void CallGet(Device& d, std::function<void(Status, loom::v1::DeviceState)> then);
+  // Get of `parts` (decoded and projected to them); updates what is known
+  // of those parts.
+  void CallGet(Device& d, PartMask parts, std::function<void(Status, loom::v1::DeviceState)> then);
   void CallSet(Device& d, ::gnmi::SetRequest request, std::function<void(Status)> then);
   // RPC bookkeeping (any thread).
   bool BeginRpc(grpc::ClientContext* ctx);

@@ -298,6 +298,27 @@ INSTANTIATE_TEST_SUITE_P(
                "has no keys"},
         BadSet{"NotJson", "loom:/dlb/config", "{mode: flowlet", "not a JSON object"},
         BadSet{"JsonNotObject", "loom:/dlb/config", "[1,2]", "not a JSON object"},
+        BadSet{"JsonTrailingGarbage", "loom:/dlb/config", R"({"mode":"flowlet"} x)",
+               "not a JSON object"},
+        BadSet{"JsonTrailingComma", "loom:/dlb/config", R"({"mode":"flowlet",})",
+               "not a JSON object"},
+        BadSet{"JsonDuplicateMember", "loom:/dlb/config", R"({"mode":"flowlet","mode":"static"})",
+               "not a JSON object"},
+        BadSet{"JsonSingleQuotes", "loom:/dlb/config", "{'mode':'flowlet'}", "not a JSON object"},
+        BadSet{"JsonBadEscape", "loom:/dlb/config", R"({"mode":"flow\qlet"})", "not a JSON object"},
+        BadSet{"JsonLoneSurrogate", "loom:/alb/groups/group[name=g]/config",
+               R"({"buckets":["\ud800"]})", "not a JSON object"},
+        BadSet{"JsonInvalidUtf8", "loom:/alb/groups/group[name=g]/config",
+               "{\"buckets\":[\"a\xc3\x28\"]}", "not a JSON object"},
+        BadSet{"JsonOverlongUtf8", "loom:/alb/groups/group[name=g]/config",
+               "{\"buckets\":[\"\xc0\xaf\"]}", "not a JSON object"},
+        BadSet{"JsonRawControlChar", "loom:/alb/groups/group[name=g]/config",
+               "{\"buckets\":[\"a\tb\"]}", "not a JSON object"},
+        BadSet{"JsonLeadingZero", "loom:/dlb/config",
+               R"({"mode":"flowlet","load-weight-percent":07})", "not a JSON object"},
+        BadSet{"JsonNumberOverflow", "loom:/dlb/config",
+               R"({"mode":"flowlet","load-weight-percent":1e999})", "not a JSON object"},
+        BadSet{"JsonNullMember", "loom:/dlb/config", R"({"mode":null})", "expected a string"},
         BadSet{"UnknownMember", "loom:/dlb/config", R"({"mode":"flowlet","colour":1})",
                "unknown member \"colour\""},
         BadSet{"DlbBadMode", "loom:/dlb/config", R"({"mode":"random"})", "random"},
@@ -375,6 +396,57 @@ INSTANTIATE_TEST_SUITE_P(
                "loom:/qos/thresholds/threshold[interface=Ethernet0][priority=3]/config",
                R"({"pfc-xoff-bytes":"10","pfc-xon-bytes":"20"})", "pfc-xon-bytes above"}),
     [](const ::testing::TestParamInfo<BadSet>& i) { return std::string(i.param.name); });
+
+// The JSON reader accepts what RFC 8259 allows: whitespace, escapes
+// (including surrogate pairs), UTF-8, exponents, and members of other types
+// only where the schema does not look (unknown members are still rejected).
+TEST(GnmiConfig, JsonValuesDecodeAsRfc8259Says) {
+  v1::DeviceState s;
+  ::gnmi::SetRequest req = ReplaceReq(
+      "loom:/alb/groups/group[name=x]/config",
+      " {\n\t\"name\" : \"g\\u00e9\", \"buckets\":[\"sp\\u0069ne-0\", \"\\ud83d\\ude00\", "
+      "\"caf\xc3\xa9\", \"a\\/b\\\\c\\\"\"]\r\n} ");
+  req.mutable_replace(0)->mutable_path()->mutable_elem(2)->mutable_key()->at("name") = "g\xc3\xa9";
+  auto* d = req.add_replace();
+  *d->mutable_path() = P("loom:/dlb/config");
+  d->mutable_val()->set_json_ietf_val(
+      R"({"loom:mode":"flowlet","load-weight-percent":5e1,"inactivity-interval-ns":"256000"})");
+  Status st = ApplySetRequest(req, &s);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(s.alb_tables_size(), 1);
+  EXPECT_EQ(s.alb_tables(0).group(), "g\xc3\xa9");
+  ASSERT_EQ(s.alb_tables(0).buckets_size(), 4);
+  EXPECT_EQ(s.alb_tables(0).buckets(0), "spine-0");
+  EXPECT_EQ(s.alb_tables(0).buckets(1), "\xf0\x9f\x98\x80");
+  EXPECT_EQ(s.alb_tables(0).buckets(2), "caf\xc3\xa9");
+  EXPECT_EQ(s.alb_tables(0).buckets(3), "a/b\\c\"");
+  EXPECT_EQ(s.dlb().mode(), v1::DLB_MODE_FLOWLET);
+  EXPECT_EQ(s.dlb().load_weight_percent(), 50u);
+  EXPECT_EQ(s.dlb().inactivity_interval_ns(), 256000u);
+  // What the codec writes, it reads back (escapes of control characters too).
+  v1::DeviceState t;
+  auto* a = t.add_alb_tables();
+  a->set_group("g");
+  a->add_buckets(std::string("tab\there \"q\" \x01 end"));
+  ::gnmi::SetRequest back = EncodeSetRequest(nullptr, t, Mask(Part::kAlbTables), "leaf-0");
+  v1::DeviceState u;
+  st = ApplySetRequest(back, &u);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(u.alb_tables_size(), 1);
+  EXPECT_EQ(u.alb_tables(0).buckets(0), a->buckets(0));
+}
+
+TEST(GnmiConfig, JsonNestingIsBounded) {
+  v1::DeviceState s;
+  const std::string ok =
+      R"({"mode":"flowlet","x":)" + std::string(40, '[') + std::string(40, ']') + "}";
+  Status st = ApplySetRequest(ReplaceReq("loom:/dlb/config", ok), &s);
+  EXPECT_NE(st.message().find("unknown member \"x\""), std::string::npos) << st.message();
+  const std::string deep =
+      R"({"mode":"flowlet","x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  st = ApplySetRequest(ReplaceReq("loom:/dlb/config", deep), &s);
+  EXPECT_NE(st.message().find("not a JSON object"), std::string::npos) << st.message();
+}
 
 TEST(GnmiConfig, NonJsonValueRejected) {
   v1::DeviceState s;
