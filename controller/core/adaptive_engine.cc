@@ -358,8 +358,7 @@ AssessOutcome AdaptiveEngine::Assess(
     out.events.push_back(
         {v1::EVENT_TYPE_REMEDIATION, v1::SEVERITY_CRITICAL, nic, cause,
          q ? "reported NIC port " + nic + " as the pause source and quarantined it"
-           : "reported NIC port " + nic +
-                 " as the pause source (quarantine not allowed by policy)",
+           : "reported NIC port " + nic + " as the pause source (quarantine not allowed by policy)",
          q ? "the leaf port facing " + nic + " is shut (admin down); other ports are unaffected"
            : "operator action needed on " + nic +
                  " (a PFC watchdog on the leaf port, where enabled, drops its pauses)",
