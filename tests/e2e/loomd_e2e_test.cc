@@ -270,6 +270,17 @@ TEST_F(E2eTest, BadConfigurationExitsWithClearMessage) {
   r = RunCommand(std::string(LOOMD_PATH) + " --config " + cfg);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("not a valid LoomdConfig"), std::string::npos) << r.output;
+  // Adaptive settings out of range name the field.
+  cfg = WriteFile("adaptive.json", "{\"topologyPath\": \"" + kTopology +
+                                       "\", \"adaptive\": {\"albScanIntervalMs\": 500}}");
+  r = RunCommand(std::string(LOOMD_PATH) + " --config " + cfg + " --db " + dir_ + "/x.db");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("adaptive.alb_scan_interval_ms"), std::string::npos) << r.output;
+  cfg = WriteFile("adaptive2.json", "{\"topologyPath\": \"" + kTopology +
+                                        "\", \"adaptive\": {\"albTolerance\": 1.5}}");
+  r = RunCommand(std::string(LOOMD_PATH) + " --config " + cfg + " --db " + dir_ + "/x.db");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("tolerance"), std::string::npos) << r.output;
   // --help works and documents the flags.
   r = RunCommand(std::string(LOOMD_PATH) + " --help");
   EXPECT_EQ(r.exit_code, 0);
