@@ -16,8 +16,6 @@ namespace v1 = loom::v1;
 using loom::sim::Collective;
 using loom::sim::JobSpec;
 
-namespace {
-
 std::string Gpu(int host, int g) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "host%03d-gpu%d", host, g);
@@ -28,8 +26,6 @@ std::string Gpu(int host, int g) {
 // ranks in GPU-major order over the job's hosts (host id order): ring neighbours are the
 // same GPU index (same rail) on the next host, so a ring crosses stripes, hence leaves,
 // hence spines, and changes rail once per GPU index.
-}  // namespace
-
 Scenario MakeScenario(bool quick) {
   Scenario s;
   auto& r = s.rail;

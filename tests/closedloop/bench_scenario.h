@@ -20,6 +20,9 @@ struct Scenario {
   int qp_entropy_qps = 4;  // QPs per connection in the "ECMP+QP entropy" mode
 };
 
+// GPU id "hostHHH-gpuG" of the generated topologies.
+std::string Gpu(int host, int g);
+
 // 256 GPUs (rail-256, 4 tenants' jobs), or 64 GPUs when `quick`.
 Scenario MakeScenario(bool quick);
 
