@@ -13,18 +13,23 @@ namespace bgp = loom::southbound::bgp;
 
 struct WireBgpLeaves::Leaf {
   std::string id;
+  boost::asio::io_context* io = nullptr;  // Of the leaf's receive thread.
   std::unique_ptr<bgp::Speaker> speaker;
   bgp::DpfReceiver rx;
   // prefix -> session -> traffic class (-1 = any) of the route received there.
   std::map<bgp::Prefix, std::map<std::string, int>> tc;
   bool dirty = false;
+  std::chrono::steady_clock::time_point first_change, last_change;
   std::unique_ptr<boost::asio::steady_timer> flush_timer;
 };
 
 namespace {
-// How long a leaf waits after the first route change of a burst before it
-// rebuilds its BGP-learned state (the rest of the burst lands meanwhile).
-constexpr auto kFlushDelay = std::chrono::microseconds(1500);
+// A leaf rebuilds its BGP-learned state once its sessions went quiet (no
+// route change for kQuiet) or kMaxDelay after the first change of a burst,
+// whichever comes first: a recolor reaches a leaf as UPDATEs on each of its
+// sessions, read by separate handlers interleaved with other leaves'.
+constexpr auto kQuiet = std::chrono::microseconds(1000);
+constexpr auto kMaxDelay = std::chrono::microseconds(10000);
 }  // namespace
 
 WireBgpLeaves::WireBgpLeaves(const v1::Topology& topo, WireConfig* config, WireBgpOptions options)
@@ -34,18 +39,22 @@ WireBgpLeaves::~WireBgpLeaves() { Stop(); }
 
 Status WireBgpLeaves::Start() {
   if (started_) return FailedPrecondition("bgp leaves already started");
+  const int threads = std::max(1, options_.receive_threads);
+  for (int i = 0; i < threads; ++i) groups_.push_back(std::make_unique<Group>());
   int index = 0;
   for (const auto& d : topo_.devices()) {
     if (d.role() != v1::DEVICE_ROLE_LEAF) continue;
+    Group& g = *groups_[static_cast<size_t>(index % threads)];
     auto leaf = std::make_unique<Leaf>();
     leaf->id = d.id();
+    leaf->io = &g.io;
     bgp::SpeakerConfig sc;
     const std::string rid = d.router_id().empty() ? "" : d.router_id();
     sc.router_id = bgp::ParseRouterId(rid).value_or(0x0b000000u + static_cast<uint32_t>(index));
     sc.listen_address = options_.listen_address;
     sc.listen_port = options_.first_port > 0 ? options_.first_port + index : 0;
     if (sc.listen_port > 65535) return InvalidArgument("bgp port range beyond 65535");
-    leaf->speaker = std::make_unique<bgp::Speaker>(io_, sc);
+    leaf->speaker = std::make_unique<bgp::Speaker>(g.io, sc);
     Status s = leaf->speaker->Start();
     if (!s.ok()) {
       return Unavailable("bgp leaf " + d.id() + ": cannot listen on " + sc.listen_address + ":" +
@@ -61,39 +70,55 @@ Status WireBgpLeaves::Start() {
           OnRoute(*raw, s, p, a);
         });
     ports_[d.id()] = leaf->speaker->listen_port();
+    g.leaves.push_back(raw);
     leaves_.push_back(std::move(leaf));
     ++index;
   }
   started_ = true;
-  CountSessions();
-  thread_ = std::thread([this] { io_.run(); });
+  for (auto& g : groups_) {
+    CountSessions(*g);
+    Group* raw = g.get();
+    g->thread = std::thread([raw] { raw->io.run(); });
+  }
   return Status::Ok();
 }
 
 void WireBgpLeaves::Stop() {
   if (!started_) return;
   started_ = false;
-  boost::asio::post(io_, [this] {
-    for (auto& l : leaves_) l->speaker->Shutdown();
-    // Let the Cease notifications go out, then stop.
-    auto t = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(50));
-    t->async_wait([this, t](const boost::system::error_code&) { io_.stop(); });
-  });
-  if (thread_.joinable()) thread_.join();
+  for (auto& g : groups_) {
+    Group* raw = g.get();
+    boost::asio::post(raw->io, [raw] {
+      for (Leaf* l : raw->leaves) l->speaker->Shutdown();
+      // Let the Cease notifications go out, then stop.
+      auto t = std::make_shared<boost::asio::steady_timer>(raw->io, std::chrono::milliseconds(50));
+      t->async_wait([raw, t](const boost::system::error_code&) { raw->io.stop(); });
+    });
+  }
+  for (auto& g : groups_) {
+    if (g->thread.joinable()) g->thread.join();
+  }
   leaves_.clear();
+  groups_.clear();
 }
 
-void WireBgpLeaves::CountSessions() {
+int WireBgpLeaves::established() const {
   int n = 0;
-  for (const auto& l : leaves_) {
+  for (const auto& g : groups_) n += g->established.load();
+  return n;
+}
+
+void WireBgpLeaves::CountSessions(Group& g) {
+  int n = 0;
+  for (const Leaf* l : g.leaves) {
     for (const bgp::Session* s : l->speaker->Sessions()) {
       n += s->state() == bgp::SessionState::kEstablished;
     }
   }
-  established_.store(n);
-  auto t = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(20));
-  t->async_wait([this, t](const boost::system::error_code& ec) {
-    if (!ec && started_) CountSessions();
+  g.established.store(n);
+  auto t = std::make_shared<boost::asio::steady_timer>(g.io, std::chrono::milliseconds(20));
+  t->async_wait([this, &g, t](const boost::system::error_code& ec) {
+    if (!ec && started_) CountSessions(g);
   });
 }
 
@@ -115,16 +140,33 @@ void WireBgpLeaves::OnRoute(Leaf& leaf, const bgp::Session& session, const bgp::
     }
     leaf.tc[prefix][c.name] = tc;
   }
+  // Coalesce the burst (see kQuiet): program the leaf once it is in.
+  leaf.last_change = std::chrono::steady_clock::now();
   if (!leaf.dirty) {
-    // Coalesce the burst: a recolor reaches a leaf as UPDATEs on each of its
-    // sessions, read by separate handlers; program the leaf once they are in.
     leaf.dirty = true;
-    if (!leaf.flush_timer) leaf.flush_timer = std::make_unique<boost::asio::steady_timer>(io_);
-    leaf.flush_timer->expires_after(kFlushDelay);
+    leaf.first_change = leaf.last_change;
+    if (!leaf.flush_timer) {
+      leaf.flush_timer = std::make_unique<boost::asio::steady_timer>(*leaf.io);
+    }
+    leaf.flush_timer->expires_at(leaf.last_change + kQuiet);
     leaf.flush_timer->async_wait([this, &leaf](const boost::system::error_code& ec) {
-      if (!ec) Flush(leaf);
+      if (!ec) OnFlushTimer(leaf);
     });
   }
+}
+
+void WireBgpLeaves::OnFlushTimer(Leaf& leaf) {
+  const auto deadline =
+      std::min(leaf.last_change + std::chrono::steady_clock::duration(kQuiet),
+               leaf.first_change + std::chrono::steady_clock::duration(kMaxDelay));
+  if (std::chrono::steady_clock::now() < deadline) {
+    leaf.flush_timer->expires_at(deadline);
+    leaf.flush_timer->async_wait([this, &leaf](const boost::system::error_code& ec) {
+      if (!ec) OnFlushTimer(leaf);
+    });
+    return;
+  }
+  Flush(leaf);
 }
 
 void WireBgpLeaves::Flush(Leaf& leaf) {

@@ -115,11 +115,12 @@ void BgpDriver::Apply(const loom::v1::DeviceState& desired, std::function<void(A
       return;
     }
     std::vector<OriginatedRoute> routes = Translate(desired, &failures, &applied);
-    speaker_->SetRoutes(desired.device(), std::move(routes));
-    speaker_->Flush(desired.device(),
-                    [this, desired, applied, failures, done = std::move(done)]() mutable {
-                      Report(desired, std::move(applied), std::move(failures), std::move(done));
-                    });
+    const std::string device = desired.device();
+    speaker_->SetRoutes(device, std::move(routes));
+    speaker_->Flush(device, [this, desired = std::move(desired), applied = std::move(applied),
+                             failures = std::move(failures), done = std::move(done)]() mutable {
+      Report(desired, std::move(applied), std::move(failures), std::move(done));
+    });
   });
 }
 

@@ -46,6 +46,38 @@ std::optional<PathAttributes> DpfExport(const OriginatedRoute& route, const Expo
   return a;
 }
 
+std::string ExportClassKey(const OriginatedRoute& r) {
+  std::string k;
+  auto put = [&k](const void* p, size_t n) { k.append(static_cast<const char*>(p), n); };
+  auto put32 = [&put](uint32_t v) { put(&v, sizeof v); };
+  k.push_back(static_cast<char>(r.prefix.afi));
+  put32(r.color);
+  put32(r.backup_color);
+  put(&r.backup_aigp, sizeof r.backup_aigp);
+  k.push_back(r.med ? 1 : 0);
+  put32(r.med.value_or(0));
+  put32(static_cast<uint32_t>(r.bandwidth_by_via.size()));
+  for (const auto& [via, bw] : r.bandwidth_by_via) {
+    put32(static_cast<uint32_t>(via.size()));
+    k += via;
+    put(&bw, sizeof bw);
+  }
+  put32(static_cast<uint32_t>(r.large_communities.size()));
+  for (const LargeCommunity& lc : r.large_communities) {
+    put32(lc.global_admin);
+    put32(lc.local1);
+    put32(lc.local2);
+  }
+  k.push_back(r.nnhn ? 1 : 0);
+  if (r.nnhn) {
+    put(r.nnhn->next_hop.data(), r.nnhn->next_hop.size());
+    put32(r.nnhn->next_hop_bgp_id);
+    put32(static_cast<uint32_t>(r.nnhn->next_next_hop_bgp_ids.size()));
+    for (uint32_t id : r.nnhn->next_next_hop_bgp_ids) put32(id);
+  }
+  return k;
+}
+
 void DpfReceiver::Update(const std::string& session, uint32_t session_color,
                          const std::string& neighbor, const Prefix& prefix,
                          const PathAttributes* attrs) {

@@ -30,7 +30,7 @@ namespace loom::southbound::bgp {
 // AIGP on the backup-color advertisement (primary carries 0).
 constexpr uint64_t kDefaultBackupAigp = 1000;
 
-// A route Loom originates.
+// A route Loom originates. A new field must also go into ExportClassKey.
 struct OriginatedRoute {
   Prefix prefix;
   uint32_t color = 0;         // Primary color (0 = uncolored).
@@ -59,6 +59,11 @@ struct ExportContext {
 // Attributes of `route` on a session described by `ctx`, or nullopt when the
 // session must not carry it.
 std::optional<PathAttributes> DpfExport(const OriginatedRoute& route, const ExportContext& ctx);
+
+// A key equal for two routes exactly when DpfExport gives them the same
+// attributes on every session (every field but the prefix address and
+// length). The speaker exports and encodes one route per key and session.
+std::string ExportClassKey(const OriginatedRoute& route);
 
 class DpfReceiver {
  public:

@@ -188,7 +188,8 @@ void Session::ConnectionUp() {
   SendOpen();
   Transition(SessionState::kOpenSent);
   ArmHold(kOpenSentHoldS);
-  ReadHeader();
+  rx_begin_ = rx_end_ = 0;
+  Read();
 }
 
 void Session::SendOpen() {
@@ -233,7 +234,19 @@ void Session::Write(Bytes msg, MessageType type) {
   ++counters_.messages_out[static_cast<size_t>(type)];
   out_queue_.push_back(std::move(msg));
   ++queued_seq_;
-  DoWrite();
+  ScheduleWrite();
+}
+
+void Session::ScheduleWrite() {
+  if (write_scheduled_ || writing_) return;
+  write_scheduled_ = true;
+  auto self = shared_from_this();
+  uint64_t gen = generation_;
+  asio::post(io_, [self, gen] {
+    if (gen != self->generation_) return;
+    self->write_scheduled_ = false;
+    self->DoWrite();
+  });
 }
 
 void Session::DoWrite() {
@@ -279,53 +292,52 @@ void Session::RunDrainCallbacks() {
   }
 }
 
-void Session::ReadHeader() {
-  auto self = shared_from_this();
-  uint64_t gen = generation_;
-  asio::async_read(*socket_, asio::buffer(header_buf_),
-                   [self, gen](const boost::system::error_code& ec, size_t) {
-                     if (gen != self->generation_) return;
-                     if (ec) {
-                       self->Drop("read: " + ec.message(), false);
-                       return;
-                     }
-                     size_t len;
-                     MessageType type;
-                     DecodeError error;
-                     if (ParseHeader(self->header_buf_, &len, &type, &error) != HeaderStatus::kOk) {
-                       self->SendNotification(error.code, error.subcode, error.data, error.reason);
-                       return;
-                     }
-                     self->ReadBody(len, type);
-                   });
-}
-
-void Session::ReadBody(size_t length, MessageType type) {
-  body_buf_.assign(header_buf_.begin(), header_buf_.end());
-  body_buf_.resize(length);
-  if (length == kHeaderSize) {
-    Bytes msg = body_buf_;
-    HandleMessage(msg);
-    if (socket_ && state_ != SessionState::kIdle) ReadHeader();
-    return;
+void Session::Read() {
+  constexpr size_t kReadSize = 16 * 1024;
+  // Keep the unhandled tail (less than one message) at the front.
+  if (rx_begin_ > 0) {
+    std::copy(rx_buf_.begin() + static_cast<std::ptrdiff_t>(rx_begin_),
+              rx_buf_.begin() + static_cast<std::ptrdiff_t>(rx_end_), rx_buf_.begin());
+    rx_end_ -= rx_begin_;
+    rx_begin_ = 0;
   }
-  (void)type;
+  if (rx_buf_.size() < rx_end_ + kReadSize) rx_buf_.resize(rx_end_ + kReadSize);
   auto self = shared_from_this();
   uint64_t gen = generation_;
-  asio::async_read(*socket_, asio::buffer(body_buf_.data() + kHeaderSize, length - kHeaderSize),
-                   [self, gen](const boost::system::error_code& ec, size_t) {
-                     if (gen != self->generation_) return;
-                     if (ec) {
-                       self->Drop("read: " + ec.message(), false);
-                       return;
-                     }
-                     Bytes msg = std::move(self->body_buf_);
-                     self->HandleMessage(msg);
-                     if (gen == self->generation_ && self->socket_) self->ReadHeader();
-                   });
+  socket_->async_read_some(asio::buffer(rx_buf_.data() + rx_end_, rx_buf_.size() - rx_end_),
+                           [self, gen](const boost::system::error_code& ec, size_t n) {
+                             if (gen != self->generation_) return;
+                             if (ec) {
+                               self->Drop("read: " + ec.message(), false);
+                               return;
+                             }
+                             self->rx_end_ += n;
+                             self->HandleInput();
+                           });
 }
 
-void Session::HandleMessage(const Bytes& raw) {
+void Session::HandleInput() {
+  const uint64_t gen = generation_;
+  while (true) {
+    ByteView avail(rx_buf_.data() + rx_begin_, rx_end_ - rx_begin_);
+    size_t len = 0;
+    MessageType type;
+    DecodeError error;
+    HeaderStatus hs = ParseHeader(avail, &len, &type, &error);
+    if (hs == HeaderStatus::kError) {
+      SendNotification(error.code, error.subcode, error.data, error.reason);
+      return;
+    }
+    if (hs == HeaderStatus::kNeedMore || avail.size() < len) break;
+    rx_begin_ += len;
+    HandleMessage(avail.first(len));
+    // The handler may have dropped the session or taken a new connection.
+    if (gen != generation_ || !socket_ || state_ == SessionState::kIdle) return;
+  }
+  Read();
+}
+
+void Session::HandleMessage(ByteView raw) {
   Message msg;
   DecodeError error;
   MessageType type = static_cast<MessageType>(raw[18]);
@@ -442,7 +454,16 @@ void Session::SendNotification(uint8_t code, uint8_t subcode, const Bytes& data,
                                const std::string& why) {
   if (socket_) {
     NotificationMessage n{code, subcode, data};
-    Bytes bytes = EncodeNotification(n);
+    Bytes bytes;
+    // Messages still waiting for their write go first (not when a write is
+    // under way: its bytes would interleave).
+    if (!writing_) {
+      for (const Bytes& m : out_queue_) bytes.insert(bytes.end(), m.begin(), m.end());
+      written_seq_ += out_queue_.size();
+      out_queue_.clear();
+    }
+    Bytes notification = EncodeNotification(n);
+    bytes.insert(bytes.end(), notification.begin(), notification.end());
     // Written synchronously (it is small) so it leaves before the close.
     boost::system::error_code ec;
     asio::write(*socket_, asio::buffer(bytes), ec);
@@ -474,6 +495,7 @@ void Session::Drop(const std::string& why, bool notified) {
   connect_retry_timer_.cancel();
   out_queue_.clear();
   writing_ = false;
+  write_scheduled_ = false;
   written_seq_ = queued_seq_;
   RunDrainCallbacks();
   Transition(SessionState::kIdle);

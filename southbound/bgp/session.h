@@ -124,6 +124,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // graceful restart); the caller closes it.
   bool Accept(boost::asio::ip::tcp::socket socket);
   // Queues an encoded message. Only in Established (others are dropped).
+  // Messages queued by one handler go out together once it returns (one
+  // write for all of them, after the caller has built every session's).
   void Send(Bytes msg);
   // Calls `cb` once everything queued so far is written to the socket (or
   // the session went down).
@@ -159,15 +161,19 @@ class Session : public std::enable_shared_from_this<Session> {
   void Connect();
   void OnConnected(const boost::system::error_code& ec);
   void ConnectionUp();
-  void ReadHeader();
-  void ReadBody(size_t length, MessageType type);
-  void HandleMessage(const Bytes& msg);
+  // Reads what the socket has (into rx_buf_) and handles every complete
+  // message in it, in order.
+  void Read();
+  void HandleInput();
+  void HandleMessage(ByteView msg);
   void HandleOpen(const OpenMessage& open);
   void SendOpen();
   void SendKeepalive();
   void SendNotification(uint8_t code, uint8_t subcode, const Bytes& data, const std::string& why);
   void Write(Bytes msg, MessageType type);
   void DoWrite();
+  // Writes the queue once the current handler returns.
+  void ScheduleWrite();
   // Tears down the connection. `notified`: a NOTIFICATION was sent or
   // received (no graceful restart retention).
   void Drop(const std::string& why, bool notified);
@@ -190,10 +196,13 @@ class Session : public std::enable_shared_from_this<Session> {
   boost::asio::steady_timer hold_timer_;
   boost::asio::steady_timer keepalive_timer_;
   boost::asio::steady_timer idle_timer_;
-  std::array<uint8_t, kHeaderSize> header_buf_{};
-  Bytes body_buf_;
+  // Received bytes; [rx_begin_, rx_end_) not handled yet.
+  Bytes rx_buf_;
+  size_t rx_begin_ = 0;
+  size_t rx_end_ = 0;
   std::deque<Bytes> out_queue_;
   bool writing_ = false;
+  bool write_scheduled_ = false;
   uint64_t queued_seq_ = 0;
   uint64_t written_seq_ = 0;
   std::deque<std::pair<uint64_t, std::function<void()>>> drain_callbacks_;

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <unordered_map>
+
 #include "common/log.h"
 
 namespace loom::southbound::bgp {
@@ -145,7 +147,17 @@ void Speaker::SetRoutes(const std::string& group, std::vector<OriginatedRoute> r
   if (routes.empty()) {
     routes_.erase(group);
   } else {
-    routes_[group] = std::move(routes);
+    RouteGroup& g = routes_[group];
+    g.routes = std::move(routes);
+    g.class_of.clear();
+    g.class_of.reserve(g.routes.size());
+    std::unordered_map<std::string, uint32_t> class_ids;
+    for (const OriginatedRoute& r : g.routes) {
+      auto [it, added] =
+          class_ids.try_emplace(ExportClassKey(r), static_cast<uint32_t>(class_ids.size()));
+      g.class_of.push_back(it->second);
+    }
+    g.classes = static_cast<uint32_t>(class_ids.size());
   }
   for (auto& [name, p] : peers_) {
     if (p->session->state() != SessionState::kEstablished) continue;
@@ -155,7 +167,7 @@ void Speaker::SetRoutes(const std::string& group, std::vector<OriginatedRoute> r
 
 const std::vector<OriginatedRoute>* Speaker::Routes(const std::string& group) const {
   auto it = routes_.find(group);
-  return it == routes_.end() ? nullptr : &it->second;
+  return it == routes_.end() ? nullptr : &it->second.routes;
 }
 
 void Speaker::MarkRibReady() {
@@ -186,47 +198,79 @@ void Speaker::Flush(const std::string& group, std::function<void()> cb) {
 void Speaker::SyncPeer(Peer& p) {
   Session& s = *p.session;
   const CodecOptions& codec = s.codec_options();
-  // Desired Adj-RIB-Out: prefix -> attribute key; key -> attributes.
-  std::map<Prefix, Bytes> desired;
-  std::map<Bytes, PathAttributes> attrs_by_key;
+  const bool ipv6 = s.peer_open().caps.mp_ipv6_unicast;
+  // Distinct attribute sets of this session's export, by key (encoded
+  // attributes + AFI); desired Adj-RIB-Out: prefix -> set.
+  struct AttrSet {
+    std::shared_ptr<const Bytes> key;
+    PathAttributes attrs;
+    std::vector<Prefix> announce;
+  };
+  std::vector<AttrSet> sets;
+  std::map<Bytes, size_t> set_by_key;
+  std::map<Prefix, size_t> desired;
+  constexpr int kUnknown = -2, kNotExported = -1;
   auto add_group = [&](const std::string& group) {
     auto it = routes_.find(group);
     if (it == routes_.end()) return;
-    for (const OriginatedRoute& r : it->second) {
-      if (r.prefix.afi == Afi::kIpv6 && !s.peer_open().caps.mp_ipv6_unicast) continue;
-      std::optional<PathAttributes> a = DpfExport(r, p.export_ctx);
-      if (!a) continue;
-      Bytes key = EncodePathAttributes(*a, codec);
-      key.push_back(static_cast<uint8_t>(r.prefix.afi));
-      attrs_by_key.emplace(key, std::move(*a));
-      desired[r.prefix] = std::move(key);
+    const RouteGroup& g = it->second;
+    std::vector<int> set_of_class(g.classes, kUnknown);
+    for (size_t i = 0; i < g.routes.size(); ++i) {
+      const OriginatedRoute& r = g.routes[i];
+      if (r.prefix.afi == Afi::kIpv6 && !ipv6) continue;
+      int& set = set_of_class[g.class_of[i]];
+      if (set == kUnknown) {
+        std::optional<PathAttributes> a = DpfExport(r, p.export_ctx);
+        if (!a) {
+          set = kNotExported;
+        } else {
+          Bytes key = EncodePathAttributes(*a, codec);
+          key.push_back(static_cast<uint8_t>(r.prefix.afi));
+          auto [kt, added] = set_by_key.try_emplace(std::move(key), sets.size());
+          if (added) sets.push_back({std::make_shared<const Bytes>(kt->first), std::move(*a), {}});
+          set = static_cast<int>(kt->second);
+        }
+      }
+      if (set == kNotExported) continue;
+      desired[r.prefix] = static_cast<size_t>(set);
     }
   };
   add_group("");
   if (!s.config().device.empty()) add_group(s.config().device);
 
+  // Difference against what the session has (both maps are ordered).
   UpdateMessage withdraw;
-  std::map<Bytes, std::vector<Prefix>> announce;
-  for (const auto& [prefix, key] : p.adj_rib_out) {
-    if (!desired.count(prefix)) withdraw.withdrawn.push_back(prefix);
+  std::map<Prefix, std::shared_ptr<const Bytes>> out;
+  auto old = p.adj_rib_out.begin();
+  for (const auto& [prefix, set] : desired) {
+    while (old != p.adj_rib_out.end() && old->first < prefix) {
+      withdraw.withdrawn.push_back(old->first);
+      ++old;
+    }
+    AttrSet& a = sets[set];
+    const bool same = old != p.adj_rib_out.end() && old->first == prefix &&
+                      (old->second == a.key || *old->second == *a.key);
+    if (!same) a.announce.push_back(prefix);
+    if (old != p.adj_rib_out.end() && old->first == prefix) ++old;
+    out.emplace_hint(out.end(), prefix, a.key);
   }
-  for (const auto& [prefix, key] : desired) {
-    auto it = p.adj_rib_out.find(prefix);
-    if (it == p.adj_rib_out.end() || it->second != key) announce[key].push_back(prefix);
-  }
+  for (; old != p.adj_rib_out.end(); ++old) withdraw.withdrawn.push_back(old->first);
+
   SessionCounters& c = s.mutable_counters();
   if (!withdraw.withdrawn.empty()) {
     c.prefixes_withdrawn_out += withdraw.withdrawn.size();
     for (Bytes& m : EncodeUpdate(withdraw, codec)) s.Send(std::move(m));
   }
-  for (auto& [key, prefixes] : announce) {
+  for (const auto& [key, index] : set_by_key) {
+    AttrSet& a = sets[index];
+    if (a.announce.empty()) continue;
     UpdateMessage u;
-    u.attrs = attrs_by_key[key];
-    u.nlri = std::move(prefixes);
+    u.attrs = std::move(a.attrs);
+    u.nlri = std::move(a.announce);
     c.prefixes_announced_out += u.nlri.size();
     for (Bytes& m : EncodeUpdate(u, codec)) s.Send(std::move(m));
   }
-  p.adj_rib_out = std::move(desired);
+  p.adj_rib_out = std::move(out);
 }
 
 void Speaker::SendEndOfRib(Peer& p) {

@@ -96,14 +96,20 @@ class Speaker : public SessionHandler {
   struct Peer {
     std::shared_ptr<Session> session;
     ExportContext export_ctx;
-    std::map<Prefix, Bytes> adj_rib_out;  // Prefix -> key of attributes sent.
+    // Prefix -> key of the attributes sent (encoded attributes + AFI),
+    // shared by the prefixes sent with the same attributes.
+    std::map<Prefix, std::shared_ptr<const Bytes>> adj_rib_out;
     std::map<Prefix, ReceivedRoute> adj_rib_in;
     std::unique_ptr<boost::asio::steady_timer> stale_timer;
     bool eor_sent = false;
   };
   void DoAccept();
   Peer* PeerOf(const Session* s);
-  // Computes the session's export and sends the difference.
+  // Computes the session's export and sends the difference: one DPF export
+  // and attribute encoding per export class, the prefixes that share
+  // attributes packed into the same UPDATEs. The session writes them once
+  // the current handler returns (Session::Send), so all sessions synced by
+  // one SetRoutes are built before any is written.
   void SyncPeer(Peer& p);
   void SendEndOfRib(Peer& p);
   void Notify(const Session& s, const Prefix& prefix, const PathAttributes* attrs);
@@ -115,7 +121,14 @@ class Speaker : public SessionHandler {
   uint16_t listen_port_ = 0;
   bool rib_ready_ = true;
   std::map<std::string, std::unique_ptr<Peer>> peers_;
-  std::map<std::string, std::vector<OriginatedRoute>> routes_;  // group -> routes
+  struct RouteGroup {
+    std::vector<OriginatedRoute> routes;
+    // Per route, its export class (routes of a class get the same
+    // attributes on any session: see ExportClassKey); classes = count.
+    std::vector<uint32_t> class_of;
+    uint32_t classes = 0;
+  };
+  std::map<std::string, RouteGroup> routes_;  // group -> routes
   std::vector<RouteListener> listeners_;
   std::shared_ptr<bool> alive_;
 };
