@@ -10,6 +10,7 @@
 #include <prometheus/registry.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -17,7 +18,6 @@
 #include <cstdio>
 #include <fstream>
 #include <future>
-#include <algorithm>
 #include <iostream>
 #include <map>
 #include <mutex>
