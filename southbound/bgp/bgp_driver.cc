@@ -129,10 +129,8 @@ void BgpDriver::Report(const loom::v1::DeviceState& desired, loom::v1::DeviceSta
   std::set<uint32_t> colors_up;
   bool uncolored_up = false;
   bool any_up = false;
-  for (const Session* s : speaker_->Sessions()) {
-    if (s->config().device != desired.device() || s->state() != SessionState::kEstablished) {
-      continue;
-    }
+  for (const Session* s : speaker_->SessionsOf(desired.device())) {
+    if (s->state() != SessionState::kEstablished) continue;
     any_up = true;
     if (s->config().fabric_color == 0) {
       uncolored_up = true;
@@ -182,8 +180,8 @@ void BgpDriver::Read(const std::string& device,
                      std::function<void(Status, loom::v1::DeviceState)> done) {
   boost::asio::post(io_, [this, device, done = std::move(done)] {
     bool any_up = false;
-    for (const Session* s : speaker_->Sessions()) {
-      any_up |= s->config().device == device && s->state() == SessionState::kEstablished;
+    for (const Session* s : speaker_->SessionsOf(device)) {
+      any_up |= s->state() == SessionState::kEstablished;
     }
     if (!any_up) {
       done(Unavailable("no Established BGP session to " + device), loom::v1::DeviceState());

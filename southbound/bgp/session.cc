@@ -237,6 +237,8 @@ void Session::Write(Bytes msg, MessageType type) {
   ScheduleWrite();
 }
 
+void Session::WriteQueued() { DoWrite(); }
+
 void Session::ScheduleWrite() {
   if (write_scheduled_ || writing_) return;
   write_scheduled_ = true;

@@ -127,6 +127,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Messages queued by one handler go out together once it returns (one
   // write for all of them, after the caller has built every session's).
   void Send(Bytes msg);
+  // Starts writing what Send queued now instead of after the handler (the
+  // speaker calls it once every session of a SetRoutes has its UPDATEs).
+  void WriteQueued();
   // Calls `cb` once everything queued so far is written to the socket (or
   // the session went down).
   void OnDrained(std::function<void()> cb);

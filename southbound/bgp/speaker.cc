@@ -121,6 +121,7 @@ Status Speaker::AddPeer(const PeerConfig& peer) {
   LocalIdentity id{config_.router_id, config_.restarting};
   p->session = std::make_shared<Session>(io_, peer, id, this);
   Session* s = p->session.get();
+  peers_by_device_[peer.device].push_back(p.get());
   peers_[peer.name] = std::move(p);
   s->Start();
   return Status::Ok();
@@ -133,6 +134,11 @@ void Speaker::RemovePeer(const std::string& name) {
   it->second->stale_timer->cancel();
   for (const auto& [prefix, r] : it->second->adj_rib_in) {
     Notify(*it->second->session, prefix, nullptr);
+  }
+  auto dt = peers_by_device_.find(it->second->session->config().device);
+  if (dt != peers_by_device_.end()) {
+    std::erase(dt->second, it->second.get());
+    if (dt->second.empty()) peers_by_device_.erase(dt);
   }
   peers_.erase(it);
 }
@@ -159,10 +165,24 @@ void Speaker::SetRoutes(const std::string& group, std::vector<OriginatedRoute> r
     }
     g.classes = static_cast<uint32_t>(class_ids.size());
   }
-  for (auto& [name, p] : peers_) {
-    if (p->session->state() != SessionState::kEstablished) continue;
-    if (group.empty() || p->session->config().device == group) SyncPeer(*p);
+  // Every affected session's UPDATEs are built before any is written; the
+  // writes start here, while the next SetRoutes is being built.
+  std::vector<Peer*> peers = PeersOf(group);
+  std::erase_if(peers,
+                [](const Peer* p) { return p->session->state() != SessionState::kEstablished; });
+  for (Peer* p : peers) SyncPeer(*p);
+  for (Peer* p : peers) p->session->WriteQueued();
+}
+
+std::vector<Speaker::Peer*> Speaker::PeersOf(const std::string& group) {
+  std::vector<Peer*> out;
+  if (group.empty()) {
+    out.reserve(peers_.size());
+    for (auto& [name, p] : peers_) out.push_back(p.get());
+  } else if (auto it = peers_by_device_.find(group); it != peers_by_device_.end()) {
+    out = it->second;
   }
+  return out;
 }
 
 const std::vector<OriginatedRoute>* Speaker::Routes(const std::string& group) const {
@@ -179,9 +199,7 @@ void Speaker::MarkRibReady() {
 
 void Speaker::Flush(const std::string& group, std::function<void()> cb) {
   std::vector<Session*> sessions;
-  for (auto& [name, p] : peers_) {
-    if (group.empty() || p->session->config().device == group) sessions.push_back(p->session.get());
-  }
+  for (Peer* p : PeersOf(group)) sessions.push_back(p->session.get());
   if (sessions.empty()) {
     asio::post(io_, std::move(cb));
     return;
@@ -377,6 +395,14 @@ void Speaker::AddRouteListener(RouteListener listener) {
 std::vector<const Session*> Speaker::Sessions() const {
   std::vector<const Session*> out;
   for (const auto& [name, p] : peers_) out.push_back(p->session.get());
+  return out;
+}
+
+std::vector<const Session*> Speaker::SessionsOf(const std::string& device) const {
+  std::vector<const Session*> out;
+  auto it = peers_by_device_.find(device);
+  if (it == peers_by_device_.end()) return out;
+  for (const Peer* p : it->second) out.push_back(p->session.get());
   return out;
 }
 

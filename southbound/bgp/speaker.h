@@ -81,6 +81,8 @@ class Speaker : public SessionHandler {
 
   // Introspection (speaker thread only).
   std::vector<const Session*> Sessions() const;
+  // The sessions whose PeerConfig::device is `device`.
+  std::vector<const Session*> SessionsOf(const std::string& device) const;
   const Session* FindSession(const std::string& name) const;
   const std::map<Prefix, ReceivedRoute>* AdjRibIn(const std::string& name) const;
   // Prefixes currently advertised to the session.
@@ -121,6 +123,10 @@ class Speaker : public SessionHandler {
   uint16_t listen_port_ = 0;
   bool rib_ready_ = true;
   std::map<std::string, std::unique_ptr<Peer>> peers_;
+  // Device -> its peers (in peers_), for per-device SetRoutes and Flush.
+  std::map<std::string, std::vector<Peer*>> peers_by_device_;
+  // Peers of `group` ("" = all).
+  std::vector<Peer*> PeersOf(const std::string& group);
   struct RouteGroup {
     std::vector<OriginatedRoute> routes;
     // Per route, its export class (routes of a class get the same
