@@ -245,6 +245,97 @@ TEST(SpeakerTest, MalformedUpdateIsTreatAsWithdrawAndSessionStays) {
   EXPECT_EQ(s->state(), SessionState::kEstablished);
 }
 
+TEST(SpeakerTest, MessagesBatchedAndSplitAcrossReadsAreAllHandled) {
+  Pair t;
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+  Session* s = const_cast<Session*>(t.loom->FindSession("leaf1"));
+  ExportContext ctx{4200000001u, 0, true, {198, 18, 0, 1}, {}, ""};
+  auto update = [&](const char* prefix) {
+    UpdateMessage u;
+    u.attrs = *DpfExport(R(P(prefix), 0, 0), ctx);
+    u.nlri.push_back(P(prefix));
+    return EncodeUpdate(u, s->codec_options()).at(0);
+  };
+  // Two UPDATEs and the first 10 bytes of a third in one write; the rest of
+  // the third in a second write.
+  Bytes a = update("10.1.1.0/24"), b = update("10.1.2.0/24"), c = update("10.1.3.0/24");
+  Bytes first = a;
+  first.insert(first.end(), b.begin(), b.end());
+  first.insert(first.end(), c.begin(), c.begin() + 10);
+  s->SendRaw(first);
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 2; }));
+  s->SendRaw(Bytes(c.begin() + 10, c.end()));
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 3; }));
+  const Session* leaf = t.leaf.FindSession("loom");
+  EXPECT_EQ(leaf->state(), SessionState::kEstablished);
+  EXPECT_EQ(leaf->counters().prefixes_announced_in, 3u);
+  EXPECT_EQ(leaf->counters().treat_as_withdraw, 0u);
+}
+
+TEST(SpeakerTest, RoutesSharingAnExportClassGetTheirOwnAttributes) {
+  Pair t(/*fabric_color=*/10);
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+  // Same colors, differing in MED, large communities and backup AIGP: each
+  // must keep its own attributes; the two identical ones share an UPDATE.
+  OriginatedRoute r1 = R(P("198.18.1.1/32"), 10, 20);
+  OriginatedRoute r2 = R(P("198.18.1.2/32"), 10, 20);
+  OriginatedRoute r3 = R(P("198.18.1.3/32"), 10, 20);
+  r3.med = 7;
+  OriginatedRoute r4 = R(P("198.18.1.4/32"), 10, 20);
+  r4.large_communities.push_back({4200000001u, 1, 3});
+  OriginatedRoute r5 = R(P("198.18.1.5/32"), 20, 10);
+  OriginatedRoute r6 = R(P("198.18.1.6/32"), 20, 10);
+  r6.backup_aigp = 5;
+  const uint64_t updates_before =
+      t.leaf.FindSession("loom")->counters().messages_in[static_cast<size_t>(MessageType::kUpdate)];
+  t.loom->SetRoutes("leaf1", {r1, r2, r3, r4, r5, r6});
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 6; }));
+  EXPECT_EQ(t.Rib().at(r1.prefix).attrs, t.Rib().at(r2.prefix).attrs);
+  EXPECT_FALSE(t.Rib().at(r1.prefix).attrs.med);
+  EXPECT_EQ(t.Rib().at(r3.prefix).attrs.med, 7u);
+  EXPECT_TRUE(t.Rib().at(r3.prefix).attrs.large_communities.empty());
+  ASSERT_EQ(t.Rib().at(r4.prefix).attrs.large_communities.size(), 1u);
+  EXPECT_EQ(t.Rib().at(r4.prefix).attrs.large_communities[0].local2, 3u);
+  EXPECT_EQ(t.Rib().at(r1.prefix).attrs.aigp, 0u);
+  EXPECT_EQ(t.Rib().at(r5.prefix).attrs.aigp, kDefaultBackupAigp);
+  EXPECT_EQ(t.Rib().at(r6.prefix).attrs.aigp, 5u);
+  // Five distinct attribute sets: five UPDATEs (r1 and r2 in one).
+  const uint64_t updates =
+      t.leaf.FindSession("loom")->counters().messages_in[static_cast<size_t>(MessageType::kUpdate)];
+  EXPECT_EQ(updates - updates_before, 5u);
+  // Recolor r1 only (it becomes a backup on this color-10 session, like r5):
+  // one UPDATE for it, the others unchanged.
+  r1.color = 20;
+  r1.backup_color = 10;
+  t.loom->SetRoutes("leaf1", {r1, r2, r3, r4, r5, r6});
+  ASSERT_TRUE(
+      RunUntil(t.io, [&] { return t.Rib().at(r1.prefix).attrs.aigp == kDefaultBackupAigp; }));
+  EXPECT_EQ(t.Rib().at(r1.prefix).attrs, t.Rib().at(r5.prefix).attrs);
+  EXPECT_EQ(t.Rib().at(r2.prefix).attrs.aigp, 0u);
+  EXPECT_EQ(t.leaf.FindSession("loom")
+                    ->counters()
+                    .messages_in[static_cast<size_t>(MessageType::kUpdate)] -
+                updates,
+            1u);
+}
+
+TEST(DpfExportTest, ExportClassKeyIgnoresOnlyThePrefix) {
+  OriginatedRoute a = R(P("198.18.1.7/32"), 1, 2);
+  OriginatedRoute b = a;
+  b.prefix = P("198.18.9.0/24");
+  EXPECT_EQ(ExportClassKey(a), ExportClassKey(b));
+  std::vector<OriginatedRoute> other(8, a);
+  other[0].prefix = P("2001:db8::/64");
+  other[1].color = 3;
+  other[2].backup_color = 3;
+  other[3].backup_aigp = 1;
+  other[4].bandwidth_by_via["spine1"] = 1e9f;
+  other[5].large_communities.push_back({1, 1, 1});
+  other[6].nnhn = NextNextHops{{198, 18, 0, 1}, 7, {8}};
+  other[7].med = 0;
+  for (const OriginatedRoute& o : other) EXPECT_NE(ExportClassKey(o), ExportClassKey(a));
+}
+
 TEST(DpfExportTest, PrimaryBackupAndUncoloredSessions) {
   OriginatedRoute r = R(P("198.18.1.7/32"), 1, 2);
   ExportContext red{65000, 1, true, {198, 18, 0, 1}, {}, ""};
