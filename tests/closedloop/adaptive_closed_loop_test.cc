@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 
-#include "api/topology/topology_generate.h"
 #include "controller/adaptive/alb.h"
 #include "tests/closedloop/harness.h"
 #include "tests/unit/test_util.h"
@@ -18,20 +17,6 @@ namespace v1 = loom::v1;
 using loom::sim::Collective;
 using loom::sim::ForwardingMode;
 using loom::sim::JobSpec;
-
-v1::Topology Clos(int leaves, int spines, int hosts_per_leaf) {
-  loom::topology::Clos2Params p;
-  p.name = "adaptive";
-  p.leaves = leaves;
-  p.spines = spines;
-  p.hosts_per_leaf = hosts_per_leaf;
-  p.host.gpus_per_host = 2;
-  p.host.nics_per_host = 2;
-  v1::Topology t;
-  std::string err;
-  EXPECT_TRUE(loom::topology::GenerateClos2(p, &t, &err)) << err;
-  return t;
-}
 
 // Interface of `from` that links to `to` (first one).
 std::string IfaceTowards(const v1::Topology& t, const std::string& from, const std::string& to) {
@@ -70,7 +55,7 @@ struct GlbRun {
 GlbRun RunRemoteCongestion(bool loom, uint64_t seed) {
   TempDir dir;
   LoopOptions o;
-  o.topology = Clos(3, 4, 2);
+  o.topology = SmallClos(3, 4, 2);
   o.fabric.seed = seed;
   o.loom_programs = loom;
   o.db_path = dir.File("glb.db");
@@ -177,7 +162,7 @@ std::vector<double> UplinkLoads(loom::sim::Fabric& f, const v1::Topology& t,
 TEST(AdaptiveClosedLoopTest, AlbBringsBucketImbalanceUnderToleranceAndStaysThere) {
   TempDir dir;
   LoopOptions o;
-  o.topology = Clos(2, 4, 4);
+  o.topology = SmallClos(2, 4, 4);
   o.fabric.seed = 3;
   o.loom_programs = true;
   o.db_path = dir.File("alb.db");
@@ -247,7 +232,7 @@ TEST(AdaptiveClosedLoopTest, AlbBringsBucketImbalanceUnderToleranceAndStaysThere
 TEST(AdaptiveClosedLoopTest, DlbTimerSitsBetweenBurstSpacingAndBurstGaps) {
   TempDir dir;
   LoopOptions o;
-  o.topology = Clos(2, 4, 2);
+  o.topology = SmallClos(2, 4, 2);
   o.fabric.seed = 5;
   o.loom_programs = true;
   o.db_path = dir.File("dlb.db");

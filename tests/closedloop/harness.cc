@@ -3,10 +3,28 @@
 #include <future>
 #include <stdexcept>
 
+#include "api/topology/topology_generate.h"
+
 namespace loom::testing {
 
 namespace v1 = loom::v1;
 using loom::controller::Controller;
+
+v1::Topology SmallClos(int leaves, int spines, int hosts_per_leaf) {
+  loom::topology::Clos2Params p;
+  p.name = "clos-" + std::to_string(leaves) + "x" + std::to_string(spines);
+  p.leaves = leaves;
+  p.spines = spines;
+  p.hosts_per_leaf = hosts_per_leaf;
+  p.host.gpus_per_host = 2;
+  p.host.nics_per_host = 2;
+  v1::Topology t;
+  std::string err;
+  if (!loom::topology::GenerateClos2(p, &t, &err)) throw std::runtime_error("SmallClos: " + err);
+  return t;
+}
+
+v1::Topology TwoLeavesFourSpines() { return SmallClos(2, 4, 2); }
 
 v1::CollectivePattern ToPattern(loom::sim::Collective c) {
   switch (c) {

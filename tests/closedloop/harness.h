@@ -84,6 +84,20 @@ class ClosedLoop {
   TimeNs next_snapshot_ns_ = 0;
 };
 
+// A small 2-tier test fabric: `leaves` x `spines`, 400G, hosts with 2 GPUs
+// and 2 NICs ("hostHHH-gpuG"), named "clos-<leaves>x<spines>". Throws when
+// the generator refuses the shape.
+loom::v1::Topology SmallClos(int leaves, int spines, int hosts_per_leaf);
+// SmallClos(2, 4, 2), 400G everywhere, 4 NICs per leaf (2 hosts x 2):
+//
+//    spine0  spine1  spine2  spine3
+//       \  \  /  \  /  \  /  /
+//        leaf0  ==========  leaf1
+//     host000 host001      host002 host003
+//
+// Uplinks equal downlinks: non-blocking.
+loom::v1::Topology TwoLeavesFourSpines();
+
 // Maps an emulator collective to the API's hint.
 loom::v1::CollectivePattern ToPattern(loom::sim::Collective c);
 

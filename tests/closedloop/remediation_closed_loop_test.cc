@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "api/topology/topology_generate.h"
 #include "tests/closedloop/harness.h"
 #include "tests/unit/test_util.h"
 
@@ -33,28 +32,8 @@ constexpr TimeNs kInterval = 10 * kNsPerMs;
 // VirtualClock's default wall epoch: event times are epoch + virtual time.
 constexpr TimeNs kWallEpoch = 1'700'000'000 * kNsPerSec;
 
-// Two leaves, four spines, 400G everywhere, 4 NICs per leaf (2 hosts x 2
-// NICs, one GPU per NIC):
-//
-//    spine0  spine1  spine2  spine3
-//       \  \  /  \  /  \  /  /
-//        leaf0  ==========  leaf1
-//     host000 host001      host002 host003
-//
-// Non-blocking: four 400G flows each way fit when each takes its own spine.
-v1::Topology TwoLeavesFourSpines() {
-  loom::topology::Clos2Params p;
-  p.name = "2x4";
-  p.leaves = 2;
-  p.spines = 4;
-  p.hosts_per_leaf = 2;
-  p.host.gpus_per_host = 2;
-  p.host.nics_per_host = 2;
-  v1::Topology t;
-  std::string err;
-  loom::topology::GenerateClos2(p, &t, &err);
-  return t;
-}
+// Fabric: TwoLeavesFourSpines() (harness.h), non-blocking: four 400G flows
+// leaf0 -> leaf1 fit exactly when each takes its own spine.
 
 // A ring all-reduce whose every hop crosses the fabric (ranks alternate
 // between the leaves): each NIC sends one flow and receives one, four flows

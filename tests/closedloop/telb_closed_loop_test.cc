@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 
-#include "api/topology/topology_generate.h"
 #include "tests/closedloop/harness.h"
 #include "tests/unit/test_util.h"
 
@@ -17,28 +16,8 @@ namespace v1 = loom::v1;
 using loom::sim::Collective;
 using loom::sim::JobSpec;
 
-// Two leaves, four spines, 400G everywhere; 4 NICs per leaf (2 hosts x 2):
-//
-//    spine0  spine1  spine2  spine3
-//       \  \  /  \  /  \  /  /
-//        leaf0  ==========  leaf1
-//    h000 h001 (nic0,nic1)   h002 h003
-//
-// Uplinks equal downlinks: non-blocking. Four flows leaf0 -> leaf1 fit
-// exactly when each takes its own spine.
-v1::Topology TwoLeavesFourSpines() {
-  loom::topology::Clos2Params p;
-  p.name = "2x4";
-  p.leaves = 2;
-  p.spines = 4;
-  p.hosts_per_leaf = 2;
-  p.host.gpus_per_host = 2;
-  p.host.nics_per_host = 2;
-  v1::Topology t;
-  std::string err;
-  loom::topology::GenerateClos2(p, &t, &err);
-  return t;
-}
+// Fabric: TwoLeavesFourSpines() (harness.h), non-blocking: four 400G flows
+// leaf0 -> leaf1 fit exactly when each takes its own spine.
 
 // Every NIC of leaf0 sends `bytes` to a NIC of leaf1.
 JobSpec CrossLeafPairs(const std::string& id, const std::string& tenant,
