@@ -15,9 +15,11 @@
 // SetEcmpWeights (a destination NIC maps to its leaf); dlb -> forwarding mode
 // and DLB profile; alb_tables -> SetAlbTable; spray_rules -> spray priority
 // mask; thresholds -> ECN/PFC; disabled_interfaces -> the interface's link
-// goes down (SetLinkUp false), and up again when it leaves the list. Parts the emulator refuses are
-// reported as failures with the emulator's status; what was applied is the desired state minus the
-// failed parts.
+// goes down (SetLinkUp false), and up again when it leaves the list;
+// next_hop_reach (NNHN data) -> nothing to program (the emulator forwards by
+// its own topology), echoed as applied. Parts the emulator refuses are
+// reported as failures with the emulator's status; what was applied is the
+// desired state minus the failed parts.
 #ifndef LOOM_SIM_FABRIC_INPROCESS_DRIVER_H_
 #define LOOM_SIM_FABRIC_INPROCESS_DRIVER_H_
 

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/text.h"
 #include "controller/core/job_validation.h"
+#include "controller/te/next_hops.h"
 
 namespace loom::controller {
 
@@ -821,6 +822,7 @@ void Controller::PushDesired() {
 std::map<std::string, v1::DeviceState> Controller::DesiredStates() const {
   auto desired = placement_.DesiredStates();
   adaptive_.Decorate(&desired);
+  loom::te::AddNextHopReach(*topo_, DownLinks(), &desired);
   for (auto& [device, state] : desired) prefix_plan_.FillPrefixes(&state);
   return desired;
 }
@@ -908,6 +910,7 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
   std::map<std::string, v1::Job> updated;
   if (placement_relevant) {
     placement_.SetDownLinks(DownLinks());
+    desired_dirty_ = true;  // Next-hop reach follows the live links.
     std::string cause;
     for (const auto& [id, state] : changes) {
       if (state != v1::LINK_OPER_STATE_DOWN && saved_oper[id] != v1::LINK_OPER_STATE_DOWN) continue;

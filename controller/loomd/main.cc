@@ -195,9 +195,11 @@ int main(int argc, char** argv) {
     speaker = std::make_unique<loom::southbound::bgp::Speaker>(bgp_io, sc);
     loom::southbound::bgp::BgpDriverConfig bc;
     bc.sessions = loom::southbound::bgp::LoomPeers(index->topology(), leaf_ports);
-    bc.destination_prefixes =
-        loom::southbound::bgp::PrefixPlan(index->topology()).DestinationPrefixes();
+    const loom::southbound::bgp::PrefixPlan plan(index->topology());
+    bc.destination_prefixes = plan.DestinationPrefixes();
     bc.ignore_non_bgp_parts = true;
+    bc.router_ids = loom::southbound::bgp::RouterIds(index->topology());  // NNHN
+    bc.egress_leaves = plan.EgressLeaves();
     bgp_driver = std::make_unique<loom::southbound::bgp::BgpDriver>(bgp_io, speaker.get(), bc);
     loom::southbound::gnmi::GnmiDriverConfig gc;
     for (const auto& d : index->topology().devices()) {

@@ -1,5 +1,7 @@
 #include "southbound/bgp/bgp_driver.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 
 namespace loom::southbound::bgp {
@@ -34,10 +36,18 @@ std::vector<OriginatedRoute> BgpDriver::Translate(const loom::v1::DeviceState& d
                                                   loom::v1::DeviceState* applied) const {
   std::map<Prefix, OriginatedRoute> routes;
   std::map<std::string, std::vector<Prefix>> prefixes_of;  // destination -> prefixes
+  std::map<Prefix, std::string> egress_of;                 // prefix -> egress leaf
+  auto egress = [this](const std::string& destination) {
+    auto it = config_.egress_leaves.find(destination);
+    return it == config_.egress_leaves.end() ? destination : it->second;
+  };
   std::vector<std::string> bad;
   uint32_t local_as = 0;
+  std::set<std::string> vias;
   for (const PeerConfig& p : config_.sessions) {
-    if (p.device == desired.device()) local_as = p.local_as;
+    if (p.device != desired.device()) continue;
+    local_as = p.local_as;
+    if (!p.via.empty()) vias.insert(p.via);
   }
   for (const loom::v1::ColoredRoute& cr : desired.routes()) {
     std::optional<Prefix> prefix = Prefix::Parse(cr.prefix());
@@ -56,6 +66,7 @@ std::vector<OriginatedRoute> BgpDriver::Translate(const loom::v1::DeviceState& d
     r.large_communities.push_back({local_as, 1, cr.traffic_class()});
     routes[*prefix] = r;
     prefixes_of[cr.destination()].push_back(*prefix);
+    egress_of[*prefix] = egress(cr.destination());
     *applied->add_routes() = cr;
   }
   if (!bad.empty()) {
@@ -83,6 +94,7 @@ std::vector<OriginatedRoute> BgpDriver::Translate(const loom::v1::DeviceState& d
     for (const Prefix& t : targets) {
       OriginatedRoute& r = routes[t];
       r.prefix = t;
+      egress_of.emplace(t, egress(ws.destination()));
       for (const auto& [nh, w] : ws.weights()) {
         if (w > 0) r.bandwidth_by_via[nh] = static_cast<float>(w) * config_.bandwidth_per_weight;
       }
@@ -94,10 +106,68 @@ std::vector<OriginatedRoute> BgpDriver::Translate(const loom::v1::DeviceState& d
     for (const std::string& b : bad_weights) msg += " " + b;
     failures->push_back({"weights", InvalidArgument(msg)});
   }
+  if (desired.next_hop_reach_size() > 0) AddNnhn(desired, vias, egress_of, &routes);
+  *applied->mutable_next_hop_reach() = desired.next_hop_reach();
   std::vector<OriginatedRoute> out;
   out.reserve(routes.size());
   for (auto& [p, r] : routes) out.push_back(std::move(r));
   return out;
+}
+
+void BgpDriver::AddNnhn(const loom::v1::DeviceState& desired, const std::set<std::string>& vias,
+                        const std::map<Prefix, std::string>& egress_of,
+                        std::map<Prefix, OriginatedRoute>* routes) const {
+  auto id_of = [this](const std::string& device) -> uint32_t {
+    auto it = config_.router_ids.find(device);
+    return it == config_.router_ids.end() ? 0 : it->second;
+  };
+  // next hop -> egress leaf -> its entry; the egress leaves any entry names.
+  std::map<std::string, std::map<std::string, const loom::v1::NextHopReach*>> reach;
+  std::set<std::string> covered;
+  for (const loom::v1::NextHopReach& r : desired.next_hop_reach()) {
+    auto& by_egress = reach[r.next_hop()];
+    for (const std::string& e : r.egress()) {
+      by_egress[e] = &r;
+      covered.insert(e);
+    }
+  }
+  for (auto it = routes->begin(); it != routes->end();) {
+    auto e = egress_of.find(it->first);
+    if (e == egress_of.end() || !covered.count(e->second)) {
+      ++it;  // Nothing known about this destination: no NNHN, no filtering.
+      continue;
+    }
+    std::map<std::string, NextNextHops> by_via;
+    for (const std::string& via : vias) {
+      auto rv = reach.find(via);
+      if (rv == reach.end()) {
+        by_via[via];  // Not a listed next hop: sent without NNHN.
+        continue;
+      }
+      auto re = rv->second.find(e->second);
+      if (re == rv->second.end()) continue;  // The via cannot reach the egress leaf.
+      NextNextHops n;
+      n.next_hop_bgp_id = id_of(via);
+      if (re->second->beyond().empty()) {
+        n.next_next_hop_bgp_ids.push_back(id_of(e->second));
+      } else {
+        for (const std::string& b : re->second->beyond()) {
+          n.next_next_hop_bgp_ids.push_back(id_of(b));
+        }
+      }
+      auto& ids = n.next_next_hop_bgp_ids;
+      ids.erase(std::remove(ids.begin(), ids.end(), 0u), ids.end());
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+      by_via[via] = std::move(n);
+    }
+    if (by_via.empty()) {
+      it = routes->erase(it);  // No session's next hop reaches it.
+      continue;
+    }
+    it->second.nnhn_by_via = std::move(by_via);
+    ++it;
+  }
 }
 
 void BgpDriver::Apply(const loom::v1::DeviceState& desired, std::function<void(ApplyResult)> done) {
@@ -141,6 +211,7 @@ void BgpDriver::Report(const loom::v1::DeviceState& desired, loom::v1::DeviceSta
   if (!any_up) {
     applied.clear_routes();
     applied.clear_weights();
+    applied.clear_next_hop_reach();
     failures.push_back(
         {"device", Unavailable("no Established BGP session to " + desired.device())});
   } else {

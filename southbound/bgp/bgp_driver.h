@@ -9,6 +9,14 @@
 //   hop the session stands for); a destination without a ColoredRoute is
 //   resolved through destination_prefixes (or parsed as a prefix) and sent
 //   uncolored.
+// - NextHopReach (NNHN, draft-ietf-idr-next-next-hop-nodes) -> on the
+//   session whose `via` is a listed next hop S, a route towards egress leaf
+//   E (egress_leaves, or the destination itself) carries NNHN {BGP id of S;
+//   BGP ids of the devices beyond S towards E, or of E when S reaches it
+//   directly} (router_ids); a session whose via is listed but does not
+//   reach E does not get the route (and a route no session's via reaches is
+//   not originated at all). Sessions whose via is not listed, and routes
+//   whose egress leaf no entry names, go out as before without NNHN.
 // - ColorGroup -> nothing is sent (fabric colors are session configuration);
 //   a group is reported applied when the device has an Established session
 //   of that fabric color (or an uncolored session, which carries all colors).
@@ -47,6 +55,11 @@ struct BgpDriverConfig {
   // Do not report DLB/ALB/spray/threshold parts as failures (another driver
   // programs them).
   bool ignore_non_bgp_parts = false;
+  // For NNHN: device id -> BGP identifier (the topology's router_id; see
+  // RouterIds() in prefix_plan.h), and destination id (NIC, GPU) -> its
+  // egress leaf (PrefixPlan::EgressLeaves()).
+  std::map<std::string, uint32_t> router_ids;
+  std::map<std::string, std::string> egress_leaves;
 };
 
 class BgpDriver final : public loom::southbound::Driver {
@@ -69,6 +82,11 @@ class BgpDriver final : public loom::southbound::Driver {
                                          loom::v1::DeviceState* applied) const;
 
  private:
+  // Sets nnhn_by_via on `routes` from desired.next_hop_reach() (see above);
+  // `vias` are the device's session vias, `egress_of` each prefix's egress leaf.
+  void AddNnhn(const loom::v1::DeviceState& desired, const std::set<std::string>& vias,
+               const std::map<Prefix, std::string>& egress_of,
+               std::map<Prefix, OriginatedRoute>* routes) const;
   // Speaker thread only.
   void Report(const loom::v1::DeviceState& desired, loom::v1::DeviceState applied,
               std::vector<ApplyFailure> failures, std::function<void(ApplyResult)> done);

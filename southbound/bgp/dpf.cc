@@ -24,6 +24,12 @@ std::optional<PathAttributes> DpfExport(const OriginatedRoute& route, const Expo
     if (it == route.bandwidth_by_via.end() || it->second <= 0) return std::nullopt;
     bandwidth = it->second;
   }
+  const NextNextHops* nnhn = nullptr;
+  if (!route.nnhn_by_via.empty() && !ctx.via.empty()) {
+    auto it = route.nnhn_by_via.find(ctx.via);
+    if (it == route.nnhn_by_via.end()) return std::nullopt;
+    nnhn = &it->second;
+  }
   PathAttributes a;
   a.origin = 0;
   a.has_as_path = true;
@@ -42,7 +48,11 @@ std::optional<PathAttributes> DpfExport(const OriginatedRoute& route, const Expo
   }
   a.aigp = aigp;
   a.large_communities = route.large_communities;
-  a.nnhn = route.nnhn;
+  if (nnhn && nnhn->next_hop_bgp_id != 0 && !nnhn->next_next_hop_bgp_ids.empty() &&
+      route.prefix.afi == Afi::kIpv4) {
+    a.nnhn = *nnhn;
+    a.nnhn->next_hop = ctx.next_hop;  // Next-hop-self.
+  }
   return a;
 }
 
@@ -68,12 +78,14 @@ std::string ExportClassKey(const OriginatedRoute& r) {
     put32(lc.local1);
     put32(lc.local2);
   }
-  k.push_back(r.nnhn ? 1 : 0);
-  if (r.nnhn) {
-    put(r.nnhn->next_hop.data(), r.nnhn->next_hop.size());
-    put32(r.nnhn->next_hop_bgp_id);
-    put32(static_cast<uint32_t>(r.nnhn->next_next_hop_bgp_ids.size()));
-    for (uint32_t id : r.nnhn->next_next_hop_bgp_ids) put32(id);
+  put32(static_cast<uint32_t>(r.nnhn_by_via.size()));
+  for (const auto& [via, n] : r.nnhn_by_via) {
+    put32(static_cast<uint32_t>(via.size()));
+    k += via;
+    put(n.next_hop.data(), n.next_hop.size());
+    put32(n.next_hop_bgp_id);
+    put32(static_cast<uint32_t>(n.next_next_hop_bgp_ids.size()));
+    for (uint32_t id : n.next_next_hop_bgp_ids) put32(id);
   }
   return k;
 }
@@ -101,6 +113,10 @@ void DpfReceiver::Update(const std::string& session, uint32_t session_color,
   p.aigp = attrs->aigp.value_or(0);
   p.weight = attrs->LinkBandwidth().value_or(1.0f);
   if (attrs->next_hop) p.next_hop = *attrs->next_hop;
+  if (attrs->nnhn) {
+    p.nnhn_next_hop_id = attrs->nnhn->next_hop_bgp_id;
+    p.next_next_hops = attrs->nnhn->next_next_hop_bgp_ids;
+  }
   by_session[session] = p;
   ++version_;
 }
@@ -118,7 +134,8 @@ DpfReceiver::Table DpfReceiver::Build(const Prefix& prefix,
   t.prefix = prefix;
   std::map<uint32_t, ColorEntry> colors;
   for (const auto& [session, p] : paths) {
-    Member m{session, p.neighbor, p.weight, p.aigp, p.next_hop};
+    Member m{session,    p.neighbor,         p.weight,        p.aigp,
+             p.next_hop, p.nnhn_next_hop_id, p.next_next_hops};
     if (p.color == 0) {
       t.uncolored.push_back(m);
       continue;

@@ -6,11 +6,14 @@
 // sessions with Color Y and a worse AIGP so the primary is preferred;
 // uncolored routes go everywhere; a colored session gets nothing else.
 // Uncolored sessions (fabric color 0, e.g. a monitoring peer) get every
-// route with its primary color.
+// route with its primary color. NNHN (NHC attribute, draft-ietf-idr-next-
+// next-hop-nodes) is per session `via`: the session standing for next hop S
+// carries S's BGP id and the next-next-hop ids behind S, and a route whose
+// NNHN map does not list S is not sent there (S cannot reach it).
 //
 // DpfReceiver (receiving side): given the routes received on colored
 // sessions, keeps per-destination color tables (members and link-bandwidth
-// weights per color, the preferred color). Pure data structure: no I/O, no
+// weights per color, the preferred color, and each member's NNHN). Pure data structure: no I/O, no
 // threads; the caller serializes access (feed it from the speaker's thread).
 // Free of any emulator dependency so sim-fabric leaves can reuse it.
 #ifndef LOOM_SOUTHBOUND_BGP_DPF_H_
@@ -41,7 +44,13 @@ struct OriginatedRoute {
   // (weight 0); sessions without a via get no link-bandwidth community.
   std::map<std::string, float> bandwidth_by_via;
   std::vector<LargeCommunity> large_communities;
-  std::optional<NextNextHops> nnhn;
+  // NNHN per session `via` (originated with next-hop-self: DpfExport sets
+  // the NHC address to the session's IPv4 next hop). When non-empty, a
+  // session whose via is missing does not get the route (its next hop cannot
+  // reach the destination); an entry without next_hop_bgp_id or next-next-hop
+  // ids sends the route without the attribute. Sessions without a via and
+  // IPv6 routes get no NNHN.
+  std::map<std::string, NextNextHops> nnhn_by_via;
   std::optional<uint32_t> med;
   bool operator==(const OriginatedRoute&) const = default;
 };
@@ -73,6 +82,11 @@ class DpfReceiver {
     double weight = 1;     // Link bandwidth (bytes/s) when present, else 1.
     uint64_t aigp = 0;
     std::array<uint8_t, 4> next_hop{};
+    // NNHN received with the route (0 / empty when absent): the next hop's
+    // BGP id and the next-next-hop BGP ids behind it (e.g. the egress leaf
+    // behind a spine), ascending.
+    uint32_t nnhn_next_hop_id = 0;
+    std::vector<uint32_t> next_next_hops;
   };
   struct ColorEntry {
     uint32_t color = 0;
@@ -111,6 +125,8 @@ class DpfReceiver {
     uint64_t aigp = 0;
     double weight = 1;
     std::array<uint8_t, 4> next_hop{};
+    uint32_t nnhn_next_hop_id = 0;
+    std::vector<uint32_t> next_next_hops;
   };
   Table Build(const Prefix& prefix, const std::map<std::string, Path>& paths) const;
 

@@ -99,6 +99,19 @@ std::map<std::string, std::vector<std::string>> PrefixPlan::DestinationPrefixes(
   return out;
 }
 
+std::map<std::string, std::string> PrefixPlan::EgressLeaves() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [dev, p] : prefix_of_) {
+    auto parsed = Prefix::Parse(p);
+    if (!parsed) continue;
+    auto nic = nic_of_.find(*parsed);
+    if (nic == nic_of_.end()) continue;
+    auto leaf = leaf_of_.find(nic->second);
+    if (leaf != leaf_of_.end()) out[dev] = leaf->second;
+  }
+  return out;
+}
+
 void PrefixPlan::FillPrefixes(v1::DeviceState* state) const {
   for (auto& r : *state->mutable_routes()) {
     if (r.prefix().empty()) r.set_prefix(PrefixOf(r.destination()));
@@ -150,6 +163,18 @@ std::vector<ColorSession> ColorSessions(const v1::Topology& topo) {
       if (via.empty() || addr.empty()) continue;
       out.push_back({d.id(), kFabricColorBase + static_cast<uint32_t>(t), via, addr});
     }
+  }
+  return out;
+}
+
+std::map<std::string, uint32_t> RouterIds(const v1::Topology& topo) {
+  std::map<std::string, uint32_t> out;
+  for (const auto& d : topo.devices()) {
+    if (d.role() != v1::DEVICE_ROLE_LEAF && d.role() != v1::DEVICE_ROLE_SPINE &&
+        d.role() != v1::DEVICE_ROLE_SUPER_SPINE) {
+      continue;
+    }
+    if (auto id = ParseRouterId(d.router_id()); id && *id != 0) out[d.id()] = *id;
   }
   return out;
 }

@@ -59,6 +59,9 @@ class PrefixPlan {
   // Destination id -> prefixes, for BgpDriverConfig::destination_prefixes:
   // every NIC and GPU -> its prefix, every leaf -> the prefixes of its NICs.
   std::map<std::string, std::vector<std::string>> DestinationPrefixes() const;
+  // Destination id -> egress leaf, for BgpDriverConfig::egress_leaves (NNHN):
+  // every NIC and GPU with a prefix -> the leaf its NIC attaches to.
+  std::map<std::string, std::string> EgressLeaves() const;
   // Sets ColoredRoute.prefix from the plan where it is empty.
   void FillPrefixes(loom::v1::DeviceState* state) const;
   size_t nic_count() const { return nics_.size(); }
@@ -83,6 +86,9 @@ struct ColorSession {
 std::string LoomSourceAddress(uint32_t top_index);
 // Every (leaf, color) session, leaves and colors in topology order.
 std::vector<ColorSession> ColorSessions(const loom::v1::Topology& topo);
+// Switch id -> BGP identifier from the topology's `router_id` (switches
+// without a parsable one are left out), for BgpDriverConfig::router_ids.
+std::map<std::string, uint32_t> RouterIds(const loom::v1::Topology& topo);
 // The AS of a leaf: its topology `asn`, else 4200000000 + leaf index.
 uint32_t LeafAs(const loom::v1::Topology& topo, const std::string& leaf);
 

@@ -11,6 +11,7 @@ void CopyRoutingParts(const v1::DeviceState& from, v1::DeviceState* into) {
   *into->mutable_colors() = from.colors();
   *into->mutable_routes() = from.routes();
   *into->mutable_weights() = from.weights();
+  *into->mutable_next_hop_reach() = from.next_hop_reach();
 }
 
 void CopySettingsParts(const v1::DeviceState& from, v1::DeviceState* into) {

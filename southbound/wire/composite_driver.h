@@ -1,6 +1,7 @@
 // A device programmed by two drivers, each owning some parts of its
-// DeviceState: e.g. BGP carries colors, colored routes and link-bandwidth
-// weights while gNMI Set carries DLB, ALB, spraying and thresholds.
+// DeviceState: e.g. BGP carries colors, colored routes, link-bandwidth
+// weights and NNHN (next_hop_reach) while gNMI Set carries DLB, ALB,
+// spraying and thresholds.
 //
 // Role: lets the reconciler keep one driver per device. Apply() gives each
 // driver the full desired state (each applies only its parts), waits for
@@ -19,7 +20,8 @@ namespace loom::southbound {
 
 class CompositeDriver final : public Driver {
  public:
-  // `routing` owns colors, routes and weights; `settings` owns the rest.
+  // `routing` owns colors, routes, weights and next_hop_reach; `settings` owns
+  // the rest.
   // Either may be null. Neither is owned.
   CompositeDriver(Driver* routing, Driver* settings) : routing_(routing), settings_(settings) {}
 
@@ -37,7 +39,7 @@ class CompositeDriver final : public Driver {
   Driver* settings_;
 };
 
-// Copies colors, routes and weights from `from` into `into`.
+// Copies colors, routes, weights and next_hop_reach from `from` into `into`.
 void CopyRoutingParts(const loom::v1::DeviceState& from, loom::v1::DeviceState* into);
 // Copies dlb, alb_tables, spray_rules and thresholds.
 void CopySettingsParts(const loom::v1::DeviceState& from, loom::v1::DeviceState* into);

@@ -52,6 +52,15 @@ void Canonicalize(v1::DeviceState* s) {
     return std::make_tuple(a.interface(), a.priority()) <
            std::make_tuple(b.interface(), b.priority());
   });
+  for (auto& r : *s->mutable_next_hop_reach()) {
+    std::sort(r.mutable_egress()->begin(), r.mutable_egress()->end());
+    std::sort(r.mutable_beyond()->begin(), r.mutable_beyond()->end());
+  }
+  SortField(s->mutable_next_hop_reach(), [](const auto& a, const auto& b) {
+    const std::string& ea = a.egress().empty() ? std::string() : a.egress(0);
+    const std::string& eb = b.egress().empty() ? std::string() : b.egress(0);
+    return std::make_tuple(a.next_hop(), ea) < std::make_tuple(b.next_hop(), eb);
+  });
 }
 
 std::string ContentKey(const v1::DeviceState& s) {
@@ -91,6 +100,9 @@ std::vector<std::string> DifferingParts(const v1::DeviceState& a, const v1::Devi
   });
   diff("thresholds", [](const v1::DeviceState& s, v1::DeviceState* o) {
     *o->mutable_thresholds() = s.thresholds();
+  });
+  diff("next_hop_reach", [](const v1::DeviceState& s, v1::DeviceState* o) {
+    *o->mutable_next_hop_reach() = s.next_hop_reach();
   });
   return out;
 }

@@ -188,6 +188,72 @@ TEST(TelbClosedLoopTest, DrainMovesTrafficOffTheLinkBeforeItIsAffected) {
   for (const auto& r : job.status().assignment().routes()) EXPECT_NE(r.via(), spine);
 }
 
+// Desired next-hop reach of a switch (next hop -> egress leaves), and whether
+// the reconciler has it applied.
+struct Reach {
+  std::map<std::string, std::set<std::string>> desired, applied;
+  bool in_sync = false;
+};
+
+Reach ReachOf(ClosedLoop& loop, const std::string& device) {
+  Reach out;
+  v1::GetDeviceStateRequest req;
+  req.set_device(device);
+  loop.controller().GetDeviceState(req, [&](Status s, v1::GetDeviceStateResponse r) {
+    ASSERT_TRUE(s.ok()) << s.message();
+    for (const auto& e : r.desired().next_hop_reach()) {
+      out.desired[e.next_hop()].insert(e.egress().begin(), e.egress().end());
+    }
+    for (const auto& e : r.applied().next_hop_reach()) {
+      out.applied[e.next_hop()].insert(e.egress().begin(), e.egress().end());
+    }
+    out.in_sync = r.sync().in_sync();
+  });
+  loop.Drain();
+  return out;
+}
+
+TEST(TelbClosedLoopTest, NextHopReachFollowsALinkFailureAndTheEmulatorStaysInSync) {
+  TempDir dir;
+  LoopOptions o = Options(dir, true, 5);
+  // Nothing adaptive: only the reach changes when the link goes down.
+  o.controller.adaptive.glb = o.controller.adaptive.alb = false;
+  o.controller.adaptive.dlb_tuning = o.controller.adaptive.remediation = false;
+  ClosedLoop loop(std::move(o));
+  loop.AddJob(CrossLeafPairs("nnhn", "acme", {kFourFlows[0]}, 400e6));
+  loop.RunUntil(2 * kNsPerMs);
+  using Map = std::map<std::string, std::set<std::string>>;
+  const std::set<std::string> leaf1 = {"leaf1"};
+  Reach r = ReachOf(loop, "leaf0");
+  EXPECT_EQ(r.desired,
+            (Map{{"spine0", leaf1}, {"spine1", leaf1}, {"spine2", leaf1}, {"spine3", leaf1}}));
+  EXPECT_EQ(r.applied, r.desired);
+  EXPECT_TRUE(r.in_sync);
+  // A spine the job does not use loses its link to leaf1 (no re-placement):
+  // from leaf0, that spine no longer reaches leaf1.
+  std::set<std::string> used;
+  const v1::Job job = loop.GetJob("nnhn");
+  for (const auto& rt : job.status().assignment().routes()) used.insert(rt.via());
+  std::string spine = "spine0";
+  while (used.count(spine)) spine[5]++;
+  std::string link;
+  const v1::Topology topo = TwoLeavesFourSpines();
+  for (const auto& l : topo.links()) {
+    if (l.a().device() == "leaf1" && l.b().device() == spine) link = l.id();
+  }
+  ASSERT_FALSE(link.empty());
+  ASSERT_TRUE(loop.fabric().SetLinkUp(link, false).ok());
+  loop.RunUntil(40 * kNsPerMs);
+  r = ReachOf(loop, "leaf0");
+  Map want{{"spine0", leaf1}, {"spine1", leaf1}, {"spine2", leaf1}, {"spine3", leaf1}};
+  want[spine].clear();
+  EXPECT_EQ(r.desired, want);
+  EXPECT_EQ(r.applied, r.desired);
+  EXPECT_TRUE(r.in_sync);
+  // Spines have no routes: nothing to say there.
+  EXPECT_TRUE(ReachOf(loop, "spine0").desired.empty());
+}
+
 TEST(TelbClosedLoopTest, RestartReloadsIntentWithoutChangingRightAssignments) {
   TempDir dir;
   ClosedLoop loop(Options(dir, true, 5));

@@ -71,6 +71,10 @@ class WireLoopTest(unittest.TestCase):
             self.assertEqual(len(routes), len(state["desired"]["routes"]))
             self.assertTrue(all(r["prefix"].startswith("198.18.") for r in routes), routes)
             self.assertTrue(all(r["color"] >= 65536 for r in routes), routes)
+            # NNHN data: every spine of leaf0 reaches the remote leaf; BGP carries it.
+            reach = state["desired"].get("nextHopReach", [])
+            self.assertTrue(reach and all(r.get("egress") for r in reach), state["desired"])
+            self.assertEqual(state["applied"].get("nextHopReach"), reach)
         finally:
             stop_processes(self, procs)
             shutil.rmtree(d, ignore_errors=True)

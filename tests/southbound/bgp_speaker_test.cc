@@ -331,9 +331,15 @@ TEST(DpfExportTest, ExportClassKeyIgnoresOnlyThePrefix) {
   other[3].backup_aigp = 1;
   other[4].bandwidth_by_via["spine1"] = 1e9f;
   other[5].large_communities.push_back({1, 1, 1});
-  other[6].nnhn = NextNextHops{{198, 18, 0, 1}, 7, {8}};
+  other[6].nnhn_by_via["spine1"] = NextNextHops{{}, 7, {8}};
   other[7].med = 0;
   for (const OriginatedRoute& o : other) EXPECT_NE(ExportClassKey(o), ExportClassKey(a));
+  // NNHN differing only in the via, or only in a next-next-hop id.
+  OriginatedRoute c = other[6], d = other[6];
+  c.nnhn_by_via = {{"spine2", NextNextHops{{}, 7, {8}}}};
+  d.nnhn_by_via["spine1"].next_next_hop_bgp_ids = {9};
+  EXPECT_NE(ExportClassKey(c), ExportClassKey(other[6]));
+  EXPECT_NE(ExportClassKey(d), ExportClassKey(other[6]));
 }
 
 TEST(DpfExportTest, PrimaryBackupAndUncoloredSessions) {
@@ -362,6 +368,54 @@ TEST(DpfExportTest, PrimaryBackupAndUncoloredSessions) {
 //   leaf ── red session (spine1) ── route color 1, AIGP 0
 //        └─ blue session (spine2) ─ route color 2 (backup), AIGP 1000
 //        └─ green session (spine3) ─ route color 1 (hidden: color mismatch)
+TEST(DpfExportTest, NnhnPerViaAndNoRouteOnASessionWhoseViaCannotReach) {
+  OriginatedRoute r = R(P("198.18.1.7/32"), 1, 0);
+  r.nnhn_by_via["spine1"] = NextNextHops{{}, 0x0a000001, {0x0a000011}};
+  r.nnhn_by_via["spine3"] = NextNextHops{};  // Reaches, nothing to advertise.
+  ExportContext ctx{65000, 0, true, {198, 18, 0, 9}, {}, "spine1"};
+  auto a = DpfExport(r, ctx);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->nnhn);
+  EXPECT_EQ(a->nnhn->next_hop, (std::array<uint8_t, 4>{198, 18, 0, 9}));  // Next-hop-self.
+  EXPECT_EQ(a->nnhn->next_hop_bgp_id, 0x0a000001u);
+  EXPECT_EQ(a->nnhn->next_next_hop_bgp_ids, (std::vector<uint32_t>{0x0a000011}));
+  ctx.via = "spine2";  // Not listed: its next hop cannot reach the destination.
+  EXPECT_FALSE(DpfExport(r, ctx));
+  ctx.via = "spine3";
+  a = DpfExport(r, ctx);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(a->nnhn);
+  ctx.via = "";  // A session that stands for no next hop: no NNHN.
+  a = DpfExport(r, ctx);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(a->nnhn);
+  r.prefix = P("2001:db8::/64");
+  ctx.via = "spine1";
+  a = DpfExport(r, ctx);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(a->nnhn);  // NHC is encoded for IPv4 next hops only.
+}
+
+TEST(DpfReceiverTest, MembersExposeTheReceivedNnhn) {
+  DpfReceiver rx;
+  Prefix p = P("198.18.1.7/32");
+  PathAttributes a;
+  a.next_hop = {198, 18, 0, 1};
+  a.ext_communities.push_back(ExtCommunity::Color(1));
+  a.nnhn = NextNextHops{{198, 18, 0, 1}, 0x0a000001, {0x0a000011, 0x0a000012}};
+  rx.Update("s-red", 1, "spine1", p, &a);
+  auto t = rx.Lookup(p);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->colors.size(), 1u);
+  ASSERT_EQ(t->colors[0].members.size(), 1u);
+  EXPECT_EQ(t->colors[0].members[0].nnhn_next_hop_id, 0x0a000001u);
+  EXPECT_EQ(t->colors[0].members[0].next_next_hops,
+            (std::vector<uint32_t>{0x0a000011, 0x0a000012}));
+  a.nnhn.reset();
+  rx.Update("s-red", 1, "spine1", p, &a);
+  EXPECT_TRUE(rx.Lookup(p)->colors[0].members[0].next_next_hops.empty());
+}
+
 TEST(DpfReceiverTest, PrefersLowestAigpColorAndHidesMismatchedColors) {
   DpfReceiver rx;
   Prefix p = P("198.18.1.7/32");
@@ -455,6 +509,179 @@ TEST(BgpDriverTest, AppliesRoutesColorsWeightsAndReportsAppliedState) {
   ASSERT_TRUE(RunUntil(t.io, [&] { return result.has_value(); }));
   EXPECT_TRUE(result->ok());
   ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 1; }));
+}
+
+// Next-hop reach entry of a DeviceState.
+void AddReach(loom::v1::DeviceState* d, const std::string& next_hop,
+              std::vector<std::string> egress, std::vector<std::string> beyond = {}) {
+  auto* r = d->add_next_hop_reach();
+  r->set_next_hop(next_hop);
+  for (const auto& e : egress) r->add_egress(e);
+  for (const auto& b : beyond) r->add_beyond(b);
+}
+
+loom::v1::ColoredRoute* AddRoute(loom::v1::DeviceState* d, const std::string& nic,
+                                 const std::string& prefix, uint32_t color) {
+  auto* r = d->add_routes();
+  r->set_destination(nic);
+  r->set_prefix(prefix);
+  r->set_color(color);
+  return r;
+}
+
+// Leaf0's sessions via spine0..2, router ids, and the NICs' egress leaves.
+BgpDriverConfig NnhnConfig() {
+  BgpDriverConfig cfg;
+  for (int s = 0; s < 3; ++s) {
+    PeerConfig p = Peer("leaf0/" + std::to_string(s), 65000, 65001, 179, false);
+    p.device = "leaf0";
+    p.fabric_color = 10 + static_cast<uint32_t>(s);
+    p.via = "spine" + std::to_string(s);
+    cfg.sessions.push_back(p);
+  }
+  cfg.router_ids = {{"spine0", 0x0a000001}, {"spine1", 0x0a000002}, {"spine2", 0x0a000003},
+                    {"leaf1", 0x0a000011},  {"leaf2", 0x0a000012},  {"super0", 0x0a000021},
+                    {"super1", 0x0a000022}};
+  cfg.egress_leaves = {{"nic1", "leaf1"}, {"nic2", "leaf2"}, {"nic3", "leaf3"}};
+  cfg.destination_prefixes["leaf2"] = {"198.18.2.0/24"};
+  return cfg;
+}
+
+TEST(BgpDriverTest, TranslateBuildsNnhnPerViaFromTheNextHopReach) {
+  asio::io_context io;
+  Speaker loom(io, SpeakerConfig{1, "127.0.0.1", -1, false});
+  BgpDriver driver(io, &loom, NnhnConfig());
+  loom::v1::DeviceState d;
+  d.set_device("leaf0");
+  AddRoute(&d, "nic1", "198.18.1.1/32", 10);
+  AddRoute(&d, "nic2", "198.18.2.1/32", 10);
+  AddRoute(&d, "nic3", "198.18.3.1/32", 10);  // leaf3: in no reach entry.
+  auto* w = d.add_weights();
+  w->set_destination("leaf2");
+  (*w->mutable_weights())["spine0"] = 1;
+  (*w->mutable_weights())["spine2"] = 1;
+  // spine0 reaches both leaves directly; spine1 lost leaf2; spine2 is not
+  // listed (nothing known about it).
+  AddReach(&d, "spine0", {"leaf1", "leaf2"});
+  AddReach(&d, "spine1", {"leaf1"});
+  std::vector<ApplyFailure> failures;
+  loom::v1::DeviceState applied;
+  auto routes = driver.Translate(d, &failures, &applied);
+  EXPECT_TRUE(failures.empty());
+  EXPECT_EQ(applied.next_hop_reach_size(), 2);
+  std::map<Prefix, OriginatedRoute> by_prefix;
+  for (const auto& r : routes) by_prefix[r.prefix] = r;
+  ASSERT_EQ(by_prefix.size(), 4u);
+  const auto& to1 = by_prefix.at(P("198.18.1.1/32")).nnhn_by_via;
+  EXPECT_EQ(to1, (std::map<std::string, NextNextHops>{{"spine0", {{}, 0x0a000001, {0x0a000011}}},
+                                                      {"spine1", {{}, 0x0a000002, {0x0a000011}}},
+                                                      {"spine2", {}}}));
+  const auto& to2 = by_prefix.at(P("198.18.2.1/32")).nnhn_by_via;
+  EXPECT_EQ(to2, (std::map<std::string, NextNextHops>{{"spine0", {{}, 0x0a000001, {0x0a000012}}},
+                                                      {"spine2", {}}}));
+  // The weights' prefixes of leaf2 get the same NNHN (and their bandwidth).
+  const OriginatedRoute& glb = by_prefix.at(P("198.18.2.0/24"));
+  EXPECT_EQ(glb.nnhn_by_via, to2);
+  EXPECT_EQ(glb.bandwidth_by_via.size(), 2u);
+  EXPECT_TRUE(by_prefix.at(P("198.18.3.1/32")).nnhn_by_via.empty());
+  // On the wire: spine1's session does not carry the route to leaf2.
+  ExportContext ctx{65000, 10, true, {198, 18, 0, 1}, {}, "spine1"};
+  EXPECT_TRUE(DpfExport(by_prefix.at(P("198.18.1.1/32")), ctx));
+  EXPECT_FALSE(DpfExport(by_prefix.at(P("198.18.2.1/32")), ctx));
+}
+
+TEST(BgpDriverTest, TranslateListsTheDevicesBeyondAndDropsRoutesNoViaReaches) {
+  asio::io_context io;
+  Speaker loom(io, SpeakerConfig{1, "127.0.0.1", -1, false});
+  BgpDriver driver(io, &loom, NnhnConfig());
+  loom::v1::DeviceState d;
+  d.set_device("leaf0");
+  AddRoute(&d, "nic1", "198.18.1.1/32", 10);
+  AddRoute(&d, "nic2", "198.18.2.1/32", 10);
+  AddReach(&d, "spine0", {"leaf1"}, {"super1", "super0", "unknown-device"});
+  AddReach(&d, "spine0", {"leaf2"}, {"super9"});  // No router id: no attribute.
+  AddReach(&d, "spine1", {});
+  AddReach(&d, "spine2", {});
+  std::vector<ApplyFailure> failures;
+  loom::v1::DeviceState applied;
+  auto routes = driver.Translate(d, &failures, &applied);
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_EQ(routes[0].nnhn_by_via, (std::map<std::string, NextNextHops>{
+                                       {"spine0", {{}, 0x0a000001, {0x0a000021, 0x0a000022}}}}));
+  ASSERT_EQ(routes[1].nnhn_by_via.size(), 1u);
+  EXPECT_TRUE(routes[1].nnhn_by_via.at("spine0").next_next_hop_bgp_ids.empty());
+  ExportContext ctx{65000, 10, true, {198, 18, 0, 1}, {}, "spine0"};
+  auto a = DpfExport(routes[1], ctx);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(a->nnhn);
+  // Only spine9, which no session stands for, reaches leaf1: the route is
+  // not originated, yet applied (that is what the reach asks for).
+  d.clear_next_hop_reach();
+  AddReach(&d, "spine0", {"leaf2"});
+  AddReach(&d, "spine1", {});
+  AddReach(&d, "spine2", {});
+  AddReach(&d, "spine9", {"leaf1"});
+  applied.Clear();
+  routes = driver.Translate(d, &failures, &applied);
+  ASSERT_EQ(routes.size(), 1u);
+  EXPECT_EQ(routes[0].prefix, P("198.18.2.1/32"));
+  EXPECT_EQ(applied.routes_size(), 2);
+  EXPECT_TRUE(failures.empty());
+  // leaf1 in no entry at all (unknown, or reached by nothing): sent as
+  // before, without NNHN.
+  d.mutable_next_hop_reach()->RemoveLast();
+  routes = driver.Translate(d, &failures, &applied);
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_TRUE(routes[0].nnhn_by_via.empty());
+}
+
+TEST(BgpDriverTest, NnhnCrossesTheWireAndFollowsTheReach) {
+  Pair t(/*fabric_color=*/0);
+  BgpDriverConfig cfg;
+  PeerConfig p = Peer("leaf1", 4200000001u, 65001, 0, false);
+  p.device = "leaf1";
+  p.via = "spine1";
+  cfg.sessions.push_back(p);
+  cfg.router_ids = {{"spine1", 0x0a000001}, {"leaf2", 0x0a000012}, {"leaf3", 0x0a000013}};
+  cfg.egress_leaves = {{"nic2", "leaf2"}, {"nic3", "leaf3"}};
+  BgpDriver driver(t.io, t.loom.get(), cfg);
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
+  loom::v1::DeviceState desired;
+  desired.set_device("leaf1");
+  AddRoute(&desired, "nic2", "198.18.2.1/32", 0);
+  AddRoute(&desired, "nic3", "198.18.3.1/32", 0);
+  AddReach(&desired, "spine1", {"leaf2", "leaf3"});
+  AddReach(&desired, "spine2", {"leaf2", "leaf3"});  // A next hop without a session here.
+  auto apply = [&] {
+    std::optional<ApplyResult> result;
+    driver.Apply(desired, [&](ApplyResult res) { result = std::move(res); });
+    EXPECT_TRUE(RunUntil(t.io, [&] { return result.has_value(); }));
+    EXPECT_TRUE(result->ok());
+    EXPECT_EQ(result->applied.next_hop_reach_size(), desired.next_hop_reach_size());
+  };
+  apply();
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 2; }));
+  const PathAttributes& got = t.Rib().at(P("198.18.3.1/32")).attrs;
+  ASSERT_TRUE(got.nnhn);
+  EXPECT_EQ(got.nnhn->next_hop, (std::array<uint8_t, 4>{198, 18, 0, 1}));
+  EXPECT_EQ(got.nnhn->next_hop_bgp_id, 0x0a000001u);
+  EXPECT_EQ(got.nnhn->next_next_hop_bgp_ids, (std::vector<uint32_t>{0x0a000013}));
+  auto table = t.receiver.Lookup(P("198.18.2.1/32"));
+  ASSERT_TRUE(table);
+  ASSERT_EQ(table->uncolored.size(), 1u);
+  EXPECT_EQ(table->uncolored[0].neighbor, "spine1");
+  EXPECT_EQ(table->uncolored[0].nnhn_next_hop_id, 0x0a000001u);
+  EXPECT_EQ(table->uncolored[0].next_next_hops, (std::vector<uint32_t>{0x0a000012}));
+
+  // spine1 loses its link to leaf3 (spine2 still reaches it): the session
+  // via spine1 withdraws the route.
+  desired.clear_next_hop_reach();
+  AddReach(&desired, "spine1", {"leaf2"});
+  AddReach(&desired, "spine2", {"leaf2", "leaf3"});
+  apply();
+  ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 1; }));
+  EXPECT_TRUE(t.Rib().count(P("198.18.2.1/32")));
+  EXPECT_FALSE(t.receiver.Lookup(P("198.18.3.1/32")));
 }
 
 TEST(BgpDriverTest, UnknownDeviceFailsWholeDevice) {

@@ -6,7 +6,9 @@
 //     --peer name=gobgp,local_as=65000,peer_as=65001,addr=127.0.0.1,port=1790,
 //            passive=0,color=10,next_hop=198.18.0.1,hold=9,restart_time=30
 //   stdin:  route PREFIX [color=X] [backup=Y] [lbw=VIA:BYTES_PER_S]
-//                 [large=A:B:C] [nnhn=NH_ID:NNH1:NNH2] [med=N]
+//                 [large=A:B:C] [nnhn=VIA:NH_ID[:NNH_ID...]]... [med=N]
+//                 (nnhn: as OriginatedRoute::nnhn_by_via; a session whose
+//                 via has no nnhn entry does not get the route)
 //           withdraw PREFIX | ready | status | quit
 //
 // Thread: the speaker runs on its own io thread; stdin commands are posted
@@ -84,6 +86,16 @@ std::string StatusJson(const bgp::Speaker& sp) {
         if (r.attrs.next_hop) o << ",\"next_hop\":" << Quote(bgp::Ipv4ToString(*r.attrs.next_hop));
         if (r.attrs.aigp) o << ",\"aigp\":" << *r.attrs.aigp;
         if (auto lb = r.attrs.LinkBandwidth()) o << ",\"link_bandwidth\":" << *lb;
+        if (r.attrs.nnhn) {
+          o << ",\"nnhn\":{\"next_hop\":" << Quote(bgp::Ipv4ToString(r.attrs.nnhn->next_hop))
+            << ",\"next_hop_id\":" << Quote(bgp::RouterIdToString(r.attrs.nnhn->next_hop_bgp_id))
+            << ",\"next_next_hops\":[";
+          for (size_t i = 0; i < r.attrs.nnhn->next_next_hop_bgp_ids.size(); ++i) {
+            o << (i ? "," : "")
+              << Quote(bgp::RouterIdToString(r.attrs.nnhn->next_next_hop_bgp_ids[i]));
+          }
+          o << "]}";
+        }
         o << ",\"unknown_attrs\":[";
         for (size_t i = 0; i < r.attrs.unknown.size(); ++i) {
           o << (i ? "," : "") << unsigned{r.attrs.unknown[i].type};
@@ -127,13 +139,16 @@ bool ParseRoute(const std::vector<std::string>& words, bgp::OriginatedRoute* r, 
     }
     if (k == "nnhn") {
       auto parts = Split(v, ':');
-      bgp::NextNextHops n;
-      n.next_hop = {198, 18, 0, 1};
-      n.next_hop_bgp_id = *bgp::ParseRouterId(parts[0]);
-      for (size_t j = 1; j < parts.size(); ++j) {
-        n.next_next_hop_bgp_ids.push_back(*bgp::ParseRouterId(parts[j]));
+      if (parts.size() < 2) {
+        *err = "nnhn=VIA:NH_ID[:NNH_ID...]";
+        return false;
       }
-      r->nnhn = n;
+      bgp::NextNextHops n;
+      n.next_hop_bgp_id = bgp::ParseRouterId(parts[1]).value_or(0);
+      for (size_t j = 2; j < parts.size(); ++j) {
+        n.next_next_hop_bgp_ids.push_back(bgp::ParseRouterId(parts[j]).value_or(0));
+      }
+      r->nnhn_by_via[parts[0]] = n;
     }
   }
   return true;

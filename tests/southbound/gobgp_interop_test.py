@@ -7,6 +7,9 @@ Checks, reading gobgpd's RIB with `gobgp ... -j`:
   primary, worse on the backup advertisement), large community;
 - DPF filtering: a route of another color is not sent on the colored session;
 - a job release withdraws; a recolor replaces;
+- NNHN: the NHC attribute (type 39, code 2) with the session via's BGP id and
+  the next-next-hop ids, next hop = next-hop-self; a route whose NNHN does
+  not list the session's via is not sent;
 - restarting gobgpd re-establishes and Loom re-advertises;
 - Loom as graceful-restart helper keeps gobgpd's routes as stale while
   gobgpd is down, and purges what gobgpd does not re-announce;
@@ -19,6 +22,7 @@ gobgpd ignores loopback next hops, so Loom sets next hop 198.18.0.1
 installed.
 """
 import argparse
+import base64
 import json
 import os
 import shutil
@@ -234,6 +238,26 @@ def main():
         wait_for("recolor away withdraws", lambda: "198.18.1.7/32" not in gobgp.rib())
         counters = loom.peer()["counters"]
         assert counters["prefixes_withdrawn_out"] == 2, counters
+
+        print("step: NNHN per session via (NHC attribute 39, characteristic code 2)")
+        loom.cmd("route 198.18.1.12/32 color=10 nnhn=spine1:10.0.0.21:10.0.0.31:10.0.0.32 "
+                 "nnhn=spine2:10.0.0.22:10.0.0.31")
+        # spine1 (this session's via) cannot reach 198.18.1.13's egress leaf: not sent.
+        loom.cmd("route 198.18.1.13/32 color=10 nnhn=spine2:10.0.0.22:10.0.0.31")
+        loom.cmd("route 198.18.1.14/32 color=10")  # Sent after 1.13: the UPDATEs went out.
+        rib = wait_for("NNHN route", lambda: (lambda r: "198.18.1.14/32" in r and r)(gobgp.rib()))
+        assert "198.18.1.13/32" not in rib, rib
+        a, _ = attrs_of(rib, "198.18.1.12/32")
+        assert 39 in a, a
+        assert a[39]["flags"] & 0xC0 == 0xC0, a  # Optional, transitive.
+        want = (bytes([0, 1, 4, 198, 18, 0, 1, 0, 2, 0, 12]) +  # AFI 1, NH = next-hop-self
+                bytes([10, 0, 0, 21, 10, 0, 0, 31, 10, 0, 0, 32]))  # spine1, then NNH ids
+        assert base64.b64decode(a[39]["value"]) == want, a[39]
+        a, _ = attrs_of(rib, "198.18.1.14/32")
+        assert 39 not in a, a
+        for p in ("198.18.1.12/32", "198.18.1.13/32", "198.18.1.14/32"):
+            loom.cmd(f"withdraw {p}")
+        wait_for("NNHN routes withdrawn", lambda: set(gobgp.rib()) == {"198.18.1.8/32"})
 
         print("step: gobgpd originates a route to Loom")
         gobgp.cli("global", "rib", "add", "203.0.113.0/24", "nexthop", "198.18.0.2", "-a", "ipv4")

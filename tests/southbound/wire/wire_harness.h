@@ -148,6 +148,8 @@ class LoomSide {
     bc.sessions = bgp::LoomPeers(topo, fabric.bgp_ports());
     bc.destination_prefixes = plan_.DestinationPrefixes();
     bc.ignore_non_bgp_parts = true;
+    bc.router_ids = bgp::RouterIds(topo);
+    bc.egress_leaves = plan_.EgressLeaves();
     sessions_ = bc.sessions.size();
     bgp_ = std::make_unique<bgp::BgpDriver>(io_, speaker_.get(), bc);
     sg::GnmiDriverConfig gc;
