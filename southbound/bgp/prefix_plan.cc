@@ -189,6 +189,23 @@ uint32_t LeafAs(const v1::Topology& topo, const std::string& leaf) {
   return 4200000000u + index;
 }
 
+namespace {
+
+// What both ends of a colored session configure alike.
+PeerConfig ColorSessionPeer(const ColorSession& cs, const LoomSessionOptions& options) {
+  PeerConfig p;
+  p.device = cs.leaf;
+  p.hold_time_s = options.hold_time_s;
+  p.connect_retry = options.connect_retry;
+  p.idle_hold = options.idle_hold;
+  p.fabric_color = cs.color;
+  p.via = cs.via;
+  p.ipv6 = false;
+  return p;
+}
+
+}  // namespace
+
 std::vector<PeerConfig> LoomPeers(const v1::Topology& topo,
                                   const std::map<std::string, uint16_t>& leaf_ports,
                                   const LoomSessionOptions& options) {
@@ -196,21 +213,14 @@ std::vector<PeerConfig> LoomPeers(const v1::Topology& topo,
   for (const ColorSession& cs : ColorSessions(topo)) {
     auto it = leaf_ports.find(cs.leaf);
     if (it == leaf_ports.end()) continue;
-    PeerConfig p;
+    PeerConfig p = ColorSessionPeer(cs, options);
     p.name = cs.leaf + "/" + std::to_string(cs.color);
-    p.device = cs.leaf;
     p.local_as = options.loom_as;
     p.peer_as = LeafAs(topo, cs.leaf);
     p.peer_address = options.leaf_address;
     p.peer_port = it->second;
     p.local_address = cs.loom_address;
     p.passive = false;
-    p.hold_time_s = options.hold_time_s;
-    p.connect_retry = options.connect_retry;
-    p.idle_hold = options.idle_hold;
-    p.fabric_color = cs.color;
-    p.via = cs.via;
-    p.ipv6 = false;
     out.push_back(std::move(p));
   }
   return out;
@@ -221,19 +231,12 @@ std::vector<PeerConfig> LeafPeers(const v1::Topology& topo, const std::string& l
   std::vector<PeerConfig> out;
   for (const ColorSession& cs : ColorSessions(topo)) {
     if (cs.leaf != leaf) continue;
-    PeerConfig p;
+    PeerConfig p = ColorSessionPeer(cs, options);
     p.name = "loom/" + std::to_string(cs.color);
-    p.device = leaf;
     p.local_as = LeafAs(topo, leaf);
     p.peer_as = options.loom_as;
     p.peer_address = cs.loom_address;
     p.passive = true;
-    p.hold_time_s = options.hold_time_s;
-    p.connect_retry = options.connect_retry;
-    p.idle_hold = options.idle_hold;
-    p.fabric_color = cs.color;
-    p.via = cs.via;
-    p.ipv6 = false;
     out.push_back(std::move(p));
   }
   return out;

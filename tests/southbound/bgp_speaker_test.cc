@@ -547,10 +547,15 @@ BgpDriverConfig NnhnConfig() {
   return cfg;
 }
 
-TEST(BgpDriverTest, TranslateBuildsNnhnPerViaFromTheNextHopReach) {
+// A BgpDriver for Translate only (its speaker never runs).
+struct TranslateOnly {
   asio::io_context io;
-  Speaker loom(io, SpeakerConfig{1, "127.0.0.1", -1, false});
-  BgpDriver driver(io, &loom, NnhnConfig());
+  Speaker loom{io, SpeakerConfig{1, "127.0.0.1", -1, false}};
+  BgpDriver driver{io, &loom, NnhnConfig()};
+};
+
+TEST(BgpDriverTest, TranslateBuildsNnhnPerViaFromTheNextHopReach) {
+  TranslateOnly t;
   loom::v1::DeviceState d;
   d.set_device("leaf0");
   AddRoute(&d, "nic1", "198.18.1.1/32", 10);
@@ -566,7 +571,7 @@ TEST(BgpDriverTest, TranslateBuildsNnhnPerViaFromTheNextHopReach) {
   AddReach(&d, "spine1", {"leaf1"});
   std::vector<ApplyFailure> failures;
   loom::v1::DeviceState applied;
-  auto routes = driver.Translate(d, &failures, &applied);
+  auto routes = t.driver.Translate(d, &failures, &applied);
   EXPECT_TRUE(failures.empty());
   EXPECT_EQ(applied.next_hop_reach_size(), 2);
   std::map<Prefix, OriginatedRoute> by_prefix;
@@ -591,9 +596,7 @@ TEST(BgpDriverTest, TranslateBuildsNnhnPerViaFromTheNextHopReach) {
 }
 
 TEST(BgpDriverTest, TranslateListsTheDevicesBeyondAndDropsRoutesNoViaReaches) {
-  asio::io_context io;
-  Speaker loom(io, SpeakerConfig{1, "127.0.0.1", -1, false});
-  BgpDriver driver(io, &loom, NnhnConfig());
+  TranslateOnly t;
   loom::v1::DeviceState d;
   d.set_device("leaf0");
   AddRoute(&d, "nic1", "198.18.1.1/32", 10);
@@ -604,7 +607,7 @@ TEST(BgpDriverTest, TranslateListsTheDevicesBeyondAndDropsRoutesNoViaReaches) {
   AddReach(&d, "spine2", {});
   std::vector<ApplyFailure> failures;
   loom::v1::DeviceState applied;
-  auto routes = driver.Translate(d, &failures, &applied);
+  auto routes = t.driver.Translate(d, &failures, &applied);
   ASSERT_EQ(routes.size(), 2u);
   EXPECT_EQ(routes[0].nnhn_by_via, (std::map<std::string, NextNextHops>{
                                        {"spine0", {{}, 0x0a000001, {0x0a000021, 0x0a000022}}}}));
@@ -622,7 +625,7 @@ TEST(BgpDriverTest, TranslateListsTheDevicesBeyondAndDropsRoutesNoViaReaches) {
   AddReach(&d, "spine2", {});
   AddReach(&d, "spine9", {"leaf1"});
   applied.Clear();
-  routes = driver.Translate(d, &failures, &applied);
+  routes = t.driver.Translate(d, &failures, &applied);
   ASSERT_EQ(routes.size(), 1u);
   EXPECT_EQ(routes[0].prefix, P("198.18.2.1/32"));
   EXPECT_EQ(applied.routes_size(), 2);
@@ -630,7 +633,7 @@ TEST(BgpDriverTest, TranslateListsTheDevicesBeyondAndDropsRoutesNoViaReaches) {
   // leaf1 in no entry at all (unknown, or reached by nothing): sent as
   // before, without NNHN.
   d.mutable_next_hop_reach()->RemoveLast();
-  routes = driver.Translate(d, &failures, &applied);
+  routes = t.driver.Translate(d, &failures, &applied);
   ASSERT_EQ(routes.size(), 2u);
   EXPECT_TRUE(routes[0].nnhn_by_via.empty());
 }

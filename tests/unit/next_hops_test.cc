@@ -4,6 +4,7 @@
 
 #include "api/topology/topology_generate.h"
 #include "southbound/wire/device_state_util.h"
+#include "tests/unit/test_util.h"
 
 namespace loom::te {
 namespace {
@@ -11,35 +12,8 @@ namespace {
 namespace v1 = loom::v1;
 using loom::topology::TopologyIndex;
 
-std::shared_ptr<const TopologyIndex> Clos2(int leaves, int spines) {
-  loom::topology::Clos2Params p;
-  p.leaves = leaves;
-  p.spines = spines;
-  p.hosts_per_leaf = 1;
-  p.host.gpus_per_host = 1;
-  p.host.nics_per_host = 1;
-  v1::Topology t;
-  std::string err;
-  EXPECT_TRUE(loom::topology::GenerateClos2(p, &t, &err)) << err;
-  return std::make_shared<const TopologyIndex>(std::move(t));
-}
-
-// 2 pods x (2 leaves, 2 spines), 4 super spines: pod spine 0 links to
-// superspine0/1, pod spine 1 to superspine2/3.
-std::shared_ptr<const TopologyIndex> Clos3() {
-  loom::topology::Clos3Params p;
-  p.pods = 2;
-  p.leaves_per_pod = 2;
-  p.spines_per_pod = 2;
-  p.super_spines = 4;
-  p.hosts_per_leaf = 1;
-  p.host.gpus_per_host = 1;
-  p.host.nics_per_host = 1;
-  v1::Topology t;
-  std::string err;
-  EXPECT_TRUE(loom::topology::GenerateClos3(p, &t, &err)) << err;
-  return std::make_shared<const TopologyIndex>(std::move(t));
-}
+using loom::testing::OneNicClos2;
+using loom::testing::OneNicClos3;
 
 // Ids of the links between a and b.
 std::set<std::string> LinksBetween(const TopologyIndex& topo, const std::string& a,
@@ -76,20 +50,20 @@ std::vector<std::string> Text(const v1::DeviceState& st) {
 using Strings = std::vector<std::string>;
 
 TEST(NextHopReachTest, TwoTierEverySpineReachesEveryLeafDirectly) {
-  auto topo = Clos2(3, 2);
+  auto topo = OneNicClos2(3, 2);
   auto reach = NextHopReachOf(*topo, {}, "leaf0", {"leaf0", "leaf1", "leaf2"});
   EXPECT_EQ(Text(reach), (Strings{"spine0: leaf1 leaf2", "spine1: leaf1 leaf2"}));
 }
 
 TEST(NextHopReachTest, DownSpineToLeafLinkRemovesTheLeafFromThatSpineOnly) {
-  auto topo = Clos2(3, 2);
+  auto topo = OneNicClos2(3, 2);
   auto reach =
       NextHopReachOf(*topo, LinksBetween(*topo, "spine1", "leaf2"), "leaf0", {"leaf1", "leaf2"});
   EXPECT_EQ(Text(reach), (Strings{"spine0: leaf1 leaf2", "spine1: leaf1"}));
 }
 
 TEST(NextHopReachTest, SpineThatReachesNoEgressLeafIsListedEmpty) {
-  auto topo = Clos2(3, 2);
+  auto topo = OneNicClos2(3, 2);
   std::set<std::string> down = LinksBetween(*topo, "spine1", "leaf2");
   down.merge(LinksBetween(*topo, "spine1", "leaf1"));
   auto reach = NextHopReachOf(*topo, down, "leaf0", {"leaf1", "leaf2"});
@@ -97,7 +71,7 @@ TEST(NextHopReachTest, SpineThatReachesNoEgressLeafIsListedEmpty) {
 }
 
 TEST(NextHopReachTest, OwnUplinkDownMeansTheSpineReachesNothingFromHere) {
-  auto topo = Clos2(3, 2);
+  auto topo = OneNicClos2(3, 2);
   auto reach =
       NextHopReachOf(*topo, LinksBetween(*topo, "leaf0", "spine0"), "leaf0", {"leaf1", "leaf2"});
   EXPECT_EQ(Text(reach), (Strings{"spine0:", "spine1: leaf1 leaf2"}));
@@ -123,7 +97,7 @@ TEST(NextHopReachTest, ParallelLinksKeepReachWhileOneIsUp) {
 }
 
 TEST(NextHopReachTest, ThreeTierRemoteLeavesSitBehindTheSuperSpines) {
-  auto topo = Clos3();
+  auto topo = OneNicClos3();
   auto reach = NextHopReachOf(*topo, {}, "pod0-leaf0", {"pod0-leaf1", "pod1-leaf0", "pod1-leaf1"});
   EXPECT_EQ(Text(reach), (Strings{
                              "pod0-spine0: pod0-leaf1",
@@ -134,7 +108,7 @@ TEST(NextHopReachTest, ThreeTierRemoteLeavesSitBehindTheSuperSpines) {
 }
 
 TEST(NextHopReachTest, ThreeTierDownLinksBeyondTheSpineNarrowItsList) {
-  auto topo = Clos3();
+  auto topo = OneNicClos3();
   // superspine0 loses pod1-spine0: it reaches no pod1 leaf any more.
   std::set<std::string> down = LinksBetween(*topo, "superspine0", "pod1-spine0");
   // pod1-spine1 loses pod1-leaf1: superspine2/3 still reach pod1-leaf0 only.
@@ -154,14 +128,14 @@ TEST(NextHopReachTest, ThreeTierDownLinksBeyondTheSpineNarrowItsList) {
 }
 
 TEST(NextHopReachTest, ThreeTierPodSpineSeesTheEgressPodSpinesBeyondItsSuperSpines) {
-  auto topo = Clos3();
+  auto topo = OneNicClos3();
   auto reach = NextHopReachOf(*topo, LinksBetween(*topo, "superspine1", "pod1-spine0"),
                               "pod0-spine0", {"pod1-leaf0"});
   EXPECT_EQ(Text(reach), (Strings{"superspine0: pod1-leaf0 > pod1-spine0", "superspine1:"}));
 }
 
 TEST(NextHopReachTest, AddedOnlyWhereRoutesOrWeightsAreTowardsTheirEgressLeaves) {
-  auto topo = Clos2(3, 2);
+  auto topo = OneNicClos2(3, 2);
   std::string nic_on_leaf2;
   for (const auto& d : topo->topology().devices()) {
     if (d.role() == v1::DEVICE_ROLE_NIC && topo->NicLeaf(d.id()) == "leaf2") nic_on_leaf2 = d.id();

@@ -156,19 +156,7 @@ TEST(PathEngineTest, NoLivePathIsReported) {
 //  p0-spine0  p0-spine1   p1-spine0  p1-spine1
 //      leaves of p0           leaves of p1
 TEST(PathEngineTest, ThreeTierPathsFollowPlanes) {
-  loom::topology::Clos3Params p;
-  p.pods = 2;
-  p.leaves_per_pod = 2;
-  p.spines_per_pod = 2;
-  p.super_spines = 4;
-  p.hosts_per_leaf = 1;
-  p.host.gpus_per_host = 1;
-  p.host.nics_per_host = 1;
-  v1::Topology t;
-  std::string err;
-  ASSERT_TRUE(loom::topology::GenerateClos3(p, &t, &err));
-  loom::topology::TopologyIndex topo(t);
-  FabricGraph g = FabricGraph::Build(topo, {});
+  FabricGraph g = FabricGraph::Build(*loom::testing::OneNicClos3(), {});
   ASSERT_TRUE(g.three_tier());
   EXPECT_EQ(g.num_tops(), 4);
   std::vector<int> edges;
