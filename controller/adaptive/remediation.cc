@@ -55,11 +55,10 @@ std::vector<RemediationAction> DecideRemediation(const std::vector<RemediationLi
       remove("link " + dir + " flapping (suppressed by dampening)");
       continue;
     }
-    if (l.stale) continue;
-
     const double ratio = l.tx_pps > 0 ? l.errors_pps / l.tx_pps : 0;
-    if (l.errors_pps > 0 && (l.errors_pps >= params.error_pps_threshold ||
-                             (l.tx_pps > 0 && ratio >= params.error_ratio_threshold))) {
+    if (!l.stale && l.errors_pps > 0 &&
+        (l.errors_pps >= params.error_pps_threshold ||
+         (l.tx_pps > 0 && ratio >= params.error_ratio_threshold))) {
       why = RemediationCause::kErrors;
       remove("link " + dir + " degraded: " + Num("%.0f", l.errors_pps) + " errors/s (ratio " +
              Num("%.2g", ratio) + ")");
@@ -82,6 +81,10 @@ std::vector<RemediationAction> DecideRemediation(const std::vector<RemediationLi
               " of its capacity share");
       lowered = true;
     }
+    // Rates need fresh samples; the live capacity is an ON_CHANGE value, valid
+    // from the first notification on (a link that comes up degraded is seen
+    // before its first counter rate).
+    if (l.stale) continue;
     const size_t k = static_cast<size_t>(std::max(1, params.hotspot_snapshots));
     if (!lowered && l.utilization_history.size() >= k) {
       bool hot = true;

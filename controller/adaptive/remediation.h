@@ -5,13 +5,14 @@
 // link's own fate; a NIC-facing PFC storm adds its NIC actions):
 //   oper DOWN                         -> remove from placement
 //   dampening suppressed (flapping)   -> remove from placement
-//   (stale telemetry: no further rule acts — never act on stale data)
 //   errors_pps >= error_pps_threshold
-//     or errors/tx_pps >= error_ratio_threshold
+//     or errors/tx_pps >= error_ratio_threshold (fresh telemetry only)
 //                                     -> remove from placement
-//   live capacity < nominal x (1 - capacity_loss_threshold)
+//   live capacity < nominal x (1 - capacity_loss_threshold) (an ON_CHANGE
+//     value: acted on from the first notification, stale or not)
 //                                     -> lower GLB weight (factor live/nominal;
 //                                        remove when no capacity is left)
+//   (stale telemetry: no further rule acts — never act on stale rates)
 //   utilization >= hotspot_utilization on each of the last
 //     hotspot_snapshots snapshots     -> lower GLB weight (hotspot_weight_factor)
 //   PFC watchdog stormed or pause ratio >= pause_ratio_threshold:

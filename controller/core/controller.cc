@@ -382,6 +382,33 @@ int Controller::RecomputeInto(Mutation& m, const std::string& cause,
   return static_cast<int>(changed.size());
 }
 
+std::optional<loom::te::Placement> Controller::RecomputeIfOverloaded(
+    const std::string& job_id, Mutation& m, std::map<std::string, v1::Job>* updated) {
+  if (!options_.recompute_on_overload || placement_.max_utilization() <= 1.0 + 1e-9) {
+    return std::nullopt;
+  }
+  std::optional<loom::te::Placement> before(placement_);
+  int moved = RecomputeInto(
+      m,
+      "placing job " + job_id + " around the others left links predicted at " +
+          std::to_string(std::lround(before->max_utilization() * 100)) + "% of capacity",
+      updated);
+  // The job itself is reported by its own event.
+  std::erase_if(m.events, [&](const v1::Event& e) { return e.subject() == job_id; });
+  std::erase_if(m.put_jobs, [&](const v1::Job& j) { return j.job_id() == job_id; });
+  if (moved == 0) return std::nullopt;  // nothing changed: no rollback needed
+  LOG_INFO("full recompute after an overloaded incremental placement")
+      .With("job", job_id)
+      .With("before", before->max_utilization())
+      .With("after", placement_.max_utilization());
+  return before;
+}
+
+void Controller::AppendMutation(Mutation& into, Mutation&& from) {
+  for (auto& e : from.events) into.events.push_back(std::move(e));
+  for (auto& j : from.put_jobs) into.put_jobs.push_back(std::move(j));
+}
+
 // ---------------------------------------------------------------- jobs ----
 
 void Controller::RegisterJob(v1::RegisterJobRequest req, Done<v1::RegisterJobResponse> done) {
@@ -406,6 +433,11 @@ void Controller::RegisterJob(v1::RegisterJobRequest req, Done<v1::RegisterJobRes
     v1::PathAssignment a = placement_.Upsert(job);
     placement_seconds_.Observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    Mutation others;
+    std::map<std::string, v1::Job> updated;
+    std::optional<loom::te::Placement> before =
+        RecomputeIfOverloaded(job.job_id(), others, &updated);
+    if (before) a = placement_.AssignmentOf(job.job_id());
     *job.mutable_status()->mutable_create_time() = ev.time();
     SetAssignment(&job, a, ev.revision(), ev.time());
     ev.set_cause("scheduler request");
@@ -415,12 +447,15 @@ void Controller::RegisterJob(v1::RegisterJobRequest req, Done<v1::RegisterJobRes
     *ev.mutable_job() = job;
     m.events.push_back(ev);
     m.put_jobs.push_back(job);
+    AppendMutation(m, std::move(others));
     *resp.mutable_job() = job;
     Remember(m, "RegisterJob", request_id, req, resp);
     if (Status s = CommitAndPublish(m); !s.ok()) {
+      if (before) placement_ = std::move(*before);
       placement_.Remove(job.job_id());
       return done(s, {});
     }
+    for (auto& [id, j] : updated) jobs_[id] = std::move(j);
     jobs_[job.job_id()] = job;
     UpdateGauges();
     LOG_INFO("job registered").With("job", job.job_id()).With("tenant", job.tenant());
@@ -452,6 +487,11 @@ void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse>
     Mutation m;
     v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_UPDATED, job.job_id());
     v1::PathAssignment a = placement_.Upsert(job);
+    Mutation others;
+    std::map<std::string, v1::Job> updated;
+    std::optional<loom::te::Placement> before =
+        RecomputeIfOverloaded(job.job_id(), others, &updated);
+    if (before) a = placement_.AssignmentOf(job.job_id());
     SetAssignment(&job, a, ev.revision(), ev.time());
     ev.set_cause("scheduler request");
     ev.set_action("replaced the job's spec and re-placed its traffic");
@@ -459,11 +499,16 @@ void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse>
     *ev.mutable_job() = job;
     m.events.push_back(ev);
     m.put_jobs.push_back(job);
+    AppendMutation(m, std::move(others));
     *resp.mutable_job() = job;
     Remember(m, "UpdateJob", request_id, req, resp);
     if (Status s = CommitAndPublish(m); !s.ok()) {
+      if (before) placement_ = std::move(*before);
       placement_.Upsert(it->second);  // back to the old spec and routes
       return done(s, {});
+    }
+    for (auto& [id, j] : updated) {
+      if (id != job.job_id()) jobs_[id] = std::move(j);
     }
     it->second = job;
     done(Status::Ok(), std::move(resp));

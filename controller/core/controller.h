@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -52,6 +53,10 @@ struct ControllerOptions {
   // Measured demand refines the model; a full recompute (with stability)
   // runs at most this often when it changed. 0 disables refinement.
   TimeNs reoptimize_interval_ns = 10 * kNsPerSec;
+  // When placing a registered or updated job around the others leaves links
+  // predicted over capacity, run a full recompute (same stability rule, plus:
+  // removing a predicted overload is always worth a move) before answering.
+  bool recompute_on_overload = true;
   // GLB, ALB, DLB tuning and remediation (controller/core/adaptive_engine.h).
   AdaptiveOptions adaptive;
 };
@@ -160,6 +165,13 @@ class Controller {
                      const google::protobuf::Timestamp& time) const;
   // Full recompute after a change of topology, drains or policy; adds the
   // changed jobs and their JOB_UPDATED events to `m`. Returns jobs moved.
+  // After an incremental placement of `job_id` that leaves links over
+  // capacity: a full recompute, its other moved jobs' events in `m` and
+  // their new specs in `updated`. Returns the placement before it (to roll
+  // back when the commit fails), or nullopt when nothing moved.
+  std::optional<loom::te::Placement> RecomputeIfOverloaded(
+      const std::string& job_id, Mutation& m, std::map<std::string, loom::v1::Job>* updated);
+  static void AppendMutation(Mutation& into, Mutation&& from);
   int RecomputeInto(Mutation& m, const std::string& cause,
                     std::map<std::string, loom::v1::Job>* updated);
   std::set<std::string> DownLinks() const;

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <numeric>
 #include <optional>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/text.h"
@@ -455,16 +457,29 @@ class Solver {
     return {mx, sq};
   }
 
-  // Greedy placement of `order` (unit indexes).
+  // Greedy placement of `order` (unit indexes). Among equally good tops a unit joins
+  // the top its job already uses most (affinity), so a job whose units do not
+  // compete for links (a ring: one flow per leaf) lands on as few spine planes as
+  // possible and leaves whole planes to the jobs placed after it; the rest of the
+  // ties rotate by destination.
   void Greedy(const std::vector<size_t>& order) {
+    const size_t tops = static_cast<size_t>(g_.num_tops());
+    std::unordered_map<std::string_view, std::vector<int>> uses;
+    for (size_t u : order) uses.try_emplace(units_[u].job_id, tops, 0);
+    for (size_t u = 0; u < units_.size(); ++u) {
+      if (top_[u] < 0) continue;
+      auto it = uses.find(units_[u].job_id);
+      if (it != uses.end()) it->second[static_cast<size_t>(top_[u])]++;
+    }
     for (size_t u : order) {
+      std::vector<int>& job_uses = uses[units_[u].job_id];
       const Candidate* best = nullptr;
-      std::tuple<double, double, uint64_t> best_key;
+      std::tuple<double, double, int, uint64_t> best_key;
       uint64_t rot = Fnv1a64(units_[u].dst_nic);
       for (const auto& c : Cands(u)) {
         auto [mx, sq] = Score(c);
-        std::tuple<double, double, uint64_t> key{
-            Round(mx * 1e9) / 1e9, Round(sq * 1e9) / 1e9,
+        std::tuple<double, double, int, uint64_t> key{
+            Round(mx * 1e9) / 1e9, Round(sq * 1e9) / 1e9, -job_uses[static_cast<size_t>(c.top)],
             (static_cast<uint64_t>(c.top) + rot) % static_cast<uint64_t>(g_.num_tops())};
         if (!best || key < best_key) {
           best = &c;
@@ -472,6 +487,7 @@ class Solver {
         }
       }
       Assign(u, best);
+      if (best) job_uses[static_cast<size_t>(best->top)]++;
     }
   }
 
@@ -661,7 +677,12 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
     fresh.Greedy(ByDemand(units, all));
     fresh.Improve(all_movable, params.max_improvement_rounds);
     double keep_max = keep.MaxUtil(), fresh_max = fresh.MaxUtil();
-    if (fresh_max < keep_max * (1.0 - params.stability_gain) - kEps) {
+    // Moving jobs pays when it lowers the maximum by more than the stability gain, or
+    // when links are predicted over capacity (traffic on them is being slowed down)
+    // and the move takes at least one point of utilization off the maximum.
+    const bool gain = fresh_max < keep_max * (1.0 - params.stability_gain) - kEps;
+    const bool relieves = keep_max > 1.0 + kEps && fresh_max < keep_max - 0.01;
+    if (gain || relieves) {
       chosen = &fresh;
       adopted = true;
     }

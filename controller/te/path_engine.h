@@ -14,13 +14,16 @@
 //
 // Algorithm. Greedy in decreasing demand (each unit to the top that
 // minimizes the resulting maximum utilization on its path, ties broken by
-// the sum of squared utilizations, then by a per-destination rotation so
-// equal choices spread), then local search (move units off the hottest edge
-// while that lowers the maximum). Stability: a full recompute keeps the
-// current placement unless the new one lowers the maximum utilization by
-// more than `stability_gain` (relative); units whose current path became
-// infeasible are always re-placed. Incremental placement places only the
-// new units around the fixed ones.
+// the sum of squared utilizations, then by the top the unit's job already
+// uses most — so a job whose units do not compete for links, a ring, fills
+// one spine plane and leaves whole planes to later jobs —, then by a
+// per-destination rotation so equal choices spread), then local search (move
+// units off the hottest edge while that lowers the maximum). Stability: a
+// full recompute keeps the current placement unless the new one lowers the
+// maximum utilization by more than `stability_gain` (relative), or the
+// current maximum is over capacity and the new one is at least one point
+// lower; units whose current path became infeasible are always re-placed. Incremental placement
+// places only the new units around the fixed ones.
 //
 // Complexity: O(U log U + U*K*S*P) for the greedy pass (U units, K tops, S
 // source leaves per unit, P <= 4 edges per path) plus O(R*U_e*K*S*P) for R

@@ -278,3 +278,88 @@ TEST(AdaptiveClosedLoopTest, DlbTimerSitsBetweenBurstSpacingAndBurstGaps) {
 
 }  // namespace
 }  // namespace loom::testing
+
+namespace loom::testing {
+namespace {
+
+// ------------------------------------------------- placement, mixed jobs --
+
+// Three rings and an all-to-all on a 128-GPU rail fabric (tests/unit/test_util.h
+// MakeMixedJobs), registered ring, ring, all-to-all, ring. Each ring fits exactly in
+// one spine plane; placed around the all-to-all, the last ring would share uplinks
+// with it. With the full recompute after an overloading registration every ring runs
+// at line rate; without it the last ring is slowed down.
+struct MixedRun {
+  std::vector<double> jct_ms;  // per job
+  double ring_ideal_ms = 0;
+  int overload_recomputes = 0;
+};
+
+MixedRun RunMixed(bool recompute_on_overload) {
+  TempDir dir;
+  MixedJobs m = MakeMixedJobs();
+  LoopOptions o;
+  o.topology = m.topo->topology();
+  o.db_path = dir.File("loom.db");
+  o.subscribe_nics = false;
+  o.controller.recompute_on_overload = recompute_on_overload;
+  o.controller.adaptive.glb = o.controller.adaptive.alb = false;
+  o.controller.adaptive.dlb_tuning = o.controller.adaptive.remediation = false;
+  ClosedLoop loop(o);
+  const double bytes = 32e6;
+  const int iterations = 2;
+  for (const auto& job : m.jobs) {
+    JobSpec spec;
+    spec.id = job.job_id();
+    spec.tenant = job.tenant();
+    spec.collective = job.collective() == v1::COLLECTIVE_PATTERN_ALL_TO_ALL
+                          ? Collective::kAllToAll
+                          : Collective::kRingAllReduce;
+    for (const auto& e : job.endpoints()) spec.ranks.push_back(e);
+    spec.message_bytes = bytes;
+    spec.iterations = iterations;
+    spec.compute_gap_ns = 100 * kNsPerUs;
+    spec.start_ns = 1 * kNsPerMs;
+    loop.AddJob(spec);
+  }
+  EXPECT_TRUE(loop.RunUntilJobsDone(1 * kNsPerSec));
+  MixedRun r;
+  auto& f = loop.fabric();
+  for (int j = 0; j < f.job_count(); ++j) {
+    auto st = f.GetJob(j);
+    r.jct_ms.push_back(static_cast<double>(st.end_ns - st.start_ns) / 1e6);
+  }
+  // A ring of n ranks on n distinct NICs: every NIC sends 2 (n - 1) / n x S at 400G.
+  const double n = static_cast<double>(m.jobs[0].endpoints_size());
+  r.ring_ideal_ms =
+      (iterations * 2 * (n - 1) / n * bytes * 8 / 400e9 * 1e3) + (iterations - 1) * 0.1;
+  for (const auto& e : loop.Events()) {
+    if (e.type() == v1::EVENT_TYPE_JOB_UPDATED &&
+        e.cause().find("placing job job3 around the others") != std::string::npos) {
+      ++r.overload_recomputes;
+    }
+  }
+  return r;
+}
+
+TEST(PlacementClosedLoopTest, RingsRunAtLineRateNextToAnAllToAllAfterTheOverloadRecompute) {
+  MixedRun with = RunMixed(true);
+  MixedRun without = RunMixed(false);
+  ASSERT_EQ(with.jct_ms.size(), 4u);
+  ASSERT_EQ(without.jct_ms.size(), 4u);
+  EXPECT_GT(with.overload_recomputes, 0);
+  EXPECT_EQ(without.overload_recomputes, 0);
+  for (int j : {0, 1, 3}) {
+    EXPECT_LE(with.jct_ms[static_cast<size_t>(j)], 1.03 * with.ring_ideal_ms)
+        << "ring job" << j << " (ideal " << with.ring_ideal_ms << " ms)";
+  }
+  // Without the recompute the last ring shares links with the all-to-all.
+  EXPECT_GT(without.jct_ms[3], 1.08 * with.jct_ms[3])
+      << "without " << without.jct_ms[3] << " ms, with " << with.jct_ms[3] << " ms";
+  std::printf("ring JCTs (ideal %.2f ms): with recompute %.2f %.2f %.2f, without %.2f %.2f %.2f\n",
+              with.ring_ideal_ms, with.jct_ms[0], with.jct_ms[1], with.jct_ms[3], without.jct_ms[0],
+              without.jct_ms[1], without.jct_ms[3]);
+}
+
+}  // namespace
+}  // namespace loom::testing

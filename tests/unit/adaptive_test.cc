@@ -826,5 +826,23 @@ TEST(RemediationTest, StaleTelemetryDoesNotAct) {
   EXPECT_EQ(DecideRemediation({l}, RemediationParams{}).size(), 1u);
 }
 
+TEST(RemediationTest, CapacityLossActsBeforeTheFirstCounterRate) {
+  // A link that comes up degraded: its operational speed (ON_CHANGE) is known
+  // from the first notification, before two counter samples make a rate.
+  auto l = Healthy("l1");
+  l.stale = true;
+  l.live_capacity_bps = 200e9;
+  l.errors_pps = 1e6;  // not a fresh rate: not acted on
+  auto a = DecideRemediation({l}, RemediationParams{});
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].rule, RemediationCause::kCapacityLoss);
+  EXPECT_NE(a[0].cause.find("lost capacity: 200G of 400G"), std::string::npos) << a[0].cause;
+  // Fresh, the errors decide (they take the link out altogether).
+  l.stale = false;
+  a = DecideRemediation({l}, RemediationParams{});
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].rule, RemediationCause::kErrors);
+}
+
 }  // namespace
 }  // namespace loom::adaptive

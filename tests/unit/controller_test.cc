@@ -390,3 +390,49 @@ TEST_F(ControllerTest, DedicatedTenantNeverSharesSpines) {
 
 }  // namespace
 }  // namespace loom::controller
+
+namespace loom::controller {
+namespace {
+
+TEST(ControllerPlacementTest, RegistrationThatOverloadsALinkTriggersAFullRecompute) {
+  loom::testing::TempDir dir;
+  loom::testing::MixedJobs m = loom::testing::MakeMixedJobs();
+  Harness h(dir.File("loom.db"), m.topo);
+  ASSERT_TRUE(h.start_status_.ok());
+  v1::RegisterJobResponse last;
+  for (const auto& job : m.jobs) {
+    v1::RegisterJobRequest req;
+    *req.mutable_job() = job;
+    auto [s, r] = h.Call(&Controller::RegisterJob, req);
+    ASSERT_TRUE(s.ok()) << s.message();
+    last = r;
+  }
+  // The last ring, placed around the all-to-all, would overload links; the
+  // controller recomputed before answering: the answer is the final assignment,
+  // the ring in a spine plane of its own, nothing over capacity.
+  const auto& a = last.job().status().assignment();
+  ASSERT_EQ(a.primary_spines_size(), 1) << a.reason();
+  EXPECT_LE(a.predicted_max_utilization(), 1.0 + 1e-9) << a.reason();
+  // The jobs that moved for it are evented with the cause, and what GetJob says
+  // is what the events say.
+  int moved = 0;
+  for (const auto& e : h.Replay(1)) {
+    if (e.type() != v1::EVENT_TYPE_JOB_UPDATED) continue;
+    ++moved;
+    EXPECT_NE(e.subject(), "job3");
+    EXPECT_NE(e.cause().find("placing job job3 around the others left links predicted at"),
+              std::string::npos)
+        << e.cause();
+    v1::GetJobRequest get;
+    get.set_job_id(e.subject());
+    auto [gs, gr] = h.Call(&Controller::GetJob, get);
+    ASSERT_TRUE(gs.ok());
+    EXPECT_EQ(loom::te::Placement::RouteKey(gr.job().status().assignment()),
+              loom::te::Placement::RouteKey(e.job().status().assignment()));
+    EXPECT_LE(gr.job().status().assignment().predicted_max_utilization(), 1.0 + 1e-9);
+  }
+  EXPECT_GT(moved, 0);
+}
+
+}  // namespace
+}  // namespace loom::controller

@@ -126,6 +126,26 @@ TEST(PathEngineTest, RecomputeMovesOnlyForRealGain) {
   EXPECT_NEAR(r.max_utilization, 1.0, 1e-9);
 }
 
+TEST(PathEngineTest, RecomputeTakesASmallGainWhenItRemovesAnOverload) {
+  auto topo = Fabric();
+  FabricGraph g = FabricGraph::Build(*topo, {});
+  std::vector<Unit> units = {MakeUnit(g, "a", "host002-nic0", {{"host000-nic0", 400e9}}),
+                             MakeUnit(g, "b", "host003-nic0", {{"host001-nic0", 12e9}})};
+  // Both on spine0: 103 % on leaf0->spine0. Moving b lowers the maximum by 3 %, less
+  // than the 5 % stability gain, but the link is over capacity: take it.
+  units[0].current = units[1].current = g.TopIndex("spine0");
+  auto r = Place(g, units, {}, PlacementMode::kFull);
+  EXPECT_TRUE(r.adopted_new);
+  EXPECT_EQ(r.moved, 1);
+  EXPECT_NEAR(r.max_utilization, 1.0, 1e-9);
+  // Under capacity, the same 3 % is not worth a move.
+  units[0].sources[0].second = 380e9;
+  auto keep = Place(g, units, {}, PlacementMode::kFull);
+  EXPECT_FALSE(keep.adopted_new);
+  EXPECT_EQ(keep.moved, 0);
+  EXPECT_NEAR(keep.max_utilization, 392.0 / 400, 1e-9);
+}
+
 TEST(PathEngineTest, AllowedTopsAreRespected) {
   auto topo = Fabric();
   FabricGraph g = FabricGraph::Build(*topo, {});
@@ -199,6 +219,47 @@ TEST(PlacementTest, MeasuredDemandScaleRefinesTheModel) {
   EXPECT_NEAR(p.max_utilization(), 0.25, 1e-9);
   p.Remove("j");
   EXPECT_DOUBLE_EQ(p.DemandScale("j"), 1.0);
+}
+
+}  // namespace
+}  // namespace loom::te
+
+namespace loom::te {
+namespace {
+
+TEST(PlacementTest, RingsFillOneSpinePlaneEachAndAFullRecomputeRelievesTheOverload) {
+  loom::testing::MixedJobs m = loom::testing::MakeMixedJobs();
+  Placement p(m.topo, {});
+  for (int j = 0; j < 3; ++j) p.Upsert(m.jobs[static_cast<size_t>(j)]);
+  // Placed on an empty fabric, each ring's flows (one per leaf, no two on a link)
+  // join the spine plane the ring already uses.
+  for (const char* ring : {"job0", "job1"}) {
+    auto a = p.AssignmentOf(ring);
+    ASSERT_EQ(a.primary_spines_size(), 1) << ring << ": " << a.reason();
+  }
+  EXPECT_NE(p.AssignmentOf("job0").primary_spines(0), p.AssignmentOf("job1").primary_spines(0));
+  EXPECT_LE(p.max_utilization(), 1.0 + 1e-9);
+  // The last ring arrives after the all-to-all took every other plane: placed
+  // incrementally around the others, some link is predicted over capacity.
+  p.Upsert(m.jobs[3]);
+  const double incremental = p.max_utilization();
+  EXPECT_GT(incremental, 1.0 + 1e-6);
+  // A full recompute moves jobs to remove the overload (a smaller gain than the
+  // 5 % stability threshold would still be taken), every ring in a plane of its own.
+  auto changed = p.Recompute(PlacementMode::kFull);
+  EXPECT_FALSE(changed.empty());
+  EXPECT_LE(p.max_utilization(), 1.0 + 1e-9) << "was " << incremental;
+  std::set<std::string> planes;
+  for (const char* ring : {"job0", "job1", "job3"}) {
+    auto a = p.AssignmentOf(ring);
+    ASSERT_EQ(a.primary_spines_size(), 1) << ring << ": " << a.reason();
+    planes.insert(a.primary_spines(0));
+  }
+  EXPECT_EQ(planes.size(), 3u);
+  const v1::PathAssignment a2a = p.AssignmentOf("job2");
+  for (const auto& s : a2a.primary_spines()) EXPECT_EQ(planes.count(s), 0u) << s;
+  // And it stays: the next recompute moves nothing.
+  EXPECT_TRUE(p.Recompute(PlacementMode::kFull).empty());
 }
 
 }  // namespace

@@ -4,12 +4,16 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "api/topology/topology_generate.h"
 #include "api/topology/topology_index.h"
+#include "loom/v1/job.pb.h"
 
 namespace loom::testing {
 
@@ -83,6 +87,54 @@ inline std::shared_ptr<const loom::topology::TopologyIndex> OneNicClos3() {
   std::string err;
   if (!loom::topology::GenerateClos3(p, &t, &err)) std::abort();
   return std::make_shared<const loom::topology::TopologyIndex>(std::move(t));
+}
+
+// A rail-optimized fabric like the benchmark's (2 stripes x 8 rails = 16 leaves, 8
+// spines, one 400G uplink per spine) filled by four jobs of two hosts per stripe:
+// three rings (one 400G flow out of and into every leaf each) and an all-to-all
+// (small flows from every leaf to every NIC). Each ring fits exactly in one spine
+// plane; the all-to-all fits in the others.
+struct MixedJobs {
+  std::shared_ptr<const loom::topology::TopologyIndex> topo;
+  std::vector<loom::v1::Job> jobs;
+};
+
+inline MixedJobs MakeMixedJobs() {
+  loom::topology::RailParams r;
+  r.hosts = 16;
+  r.hosts_per_stripe = 8;
+  r.spines = 8;
+  r.links_per_spine = 1;
+  r.host.gpus_per_host = 8;
+  r.host.nics_per_host = 8;
+  r.host.nic_speed_bps = 400'000'000'000;
+  r.uplink_speed_bps = 400'000'000'000;
+  loom::v1::Topology t;
+  std::string err;
+  loom::topology::GenerateRail(r, &t, &err);
+  MixedJobs m;
+  m.topo = std::make_shared<const loom::topology::TopologyIndex>(t);
+  const loom::v1::CollectivePattern kinds[] = {
+      loom::v1::COLLECTIVE_PATTERN_RING_ALLREDUCE, loom::v1::COLLECTIVE_PATTERN_RING_ALLREDUCE,
+      loom::v1::COLLECTIVE_PATTERN_ALL_TO_ALL, loom::v1::COLLECTIVE_PATTERN_RING_ALLREDUCE};
+  for (int j = 0; j < 4; ++j) {
+    loom::v1::Job job;
+    job.set_job_id("job" + std::to_string(j));
+    job.set_tenant("t" + std::to_string(j));
+    job.set_collective(kinds[j]);
+    job.set_expected_bytes_per_iteration(256'000'000);
+    for (int g = 0; g < 8; ++g) {
+      for (int stripe = 0; stripe < 2; ++stripe) {
+        for (int k = 0; k < 2; ++k) {
+          char gpu[32];
+          std::snprintf(gpu, sizeof(gpu), "host%03d-gpu%d", stripe * 8 + j * 2 + k, g);
+          job.add_endpoints(gpu);
+        }
+      }
+    }
+    m.jobs.push_back(job);
+  }
+  return m;
 }
 
 }  // namespace loom::testing
