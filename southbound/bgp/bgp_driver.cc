@@ -165,6 +165,22 @@ void BgpDriver::AddNnhn(const loom::v1::DeviceState& desired, const std::set<std
       it = routes->erase(it);  // No session's next hop reaches it.
       continue;
     }
+    bool needed = config_.nnhn == BgpDriverConfig::NnhnMode::kAlways;
+    if (config_.nnhn == BgpDriverConfig::NnhnMode::kWhereNeeded) {
+      for (const auto& [next_hop, by_egress] : reach) {
+        auto re = by_egress.find(e->second);
+        needed |= re == by_egress.end() || !re->second->beyond().empty();
+      }
+    }
+    if (!needed) {
+      // Every session whose via reaches E gets the route, without NNHN; when that is
+      // every session, the route is an ordinary one (the cheap common case).
+      if (by_via.size() == vias.size()) {
+        ++it;
+        continue;
+      }
+      for (auto& [via, n] : by_via) n = NextNextHops{};
+    }
     it->second.nnhn_by_via = std::move(by_via);
     ++it;
   }

@@ -16,7 +16,9 @@
 //   directly} (router_ids); a session whose via is listed but does not
 //   reach E does not get the route (and a route no session's via reaches is
 //   not originated at all). Sessions whose via is not listed, and routes
-//   whose egress leaf no entry names, go out as before without NNHN.
+//   whose egress leaf no entry names, go out as before without NNHN. Which
+//   routes carry the attribute: BgpDriverConfig::nnhn (default: only where
+//   the topology needs it).
 // - ColorGroup -> nothing is sent (fabric colors are session configuration);
 //   a group is reported applied when the device has an Established session
 //   of that fabric color (or an uncolored session, which carries all colors).
@@ -59,6 +61,16 @@ struct BgpDriverConfig {
   // RouterIds() in prefix_plan.h), and destination id (NIC, GPU) -> its
   // egress leaf (PrefixPlan::EgressLeaves()).
   std::map<std::string, uint32_t> router_ids;
+  // When routes carry NNHN (sessions whose via cannot reach a destination's
+  // egress leaf never get its route, whatever the mode):
+  //   kWhereNeeded: only routes towards an egress leaf that the device's listed
+  //     next hops do not all reach directly (a next hop lost it, or reaches it
+  //     through other devices: 3-tier) — in a healthy 2-tier Clos every spine
+  //     reaches every leaf and NNHN would say nothing the route does not;
+  //   kAlways: every route whose egress leaf the reach names;
+  //   kOff: none.
+  enum class NnhnMode { kWhereNeeded, kAlways, kOff };
+  NnhnMode nnhn = NnhnMode::kWhereNeeded;
   std::map<std::string, std::string> egress_leaves;
 };
 

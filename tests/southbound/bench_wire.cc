@@ -17,12 +17,18 @@
 //     parts the Set changed.
 //
 //   bench_wire [--fabric PATH/loom-fabric] [--leaves 64] [--spines 8] [--rounds 10]
+//              [--only bgp|gnmi] [--nnhn needed|always|off]
+// The desired states carry the next-hop reach loomd's controller adds (every
+// spine reaches every other leaf directly); --nnhn is the BGP driver's NNHN
+// mode (default "needed", loomd's: no route needs NNHN in a healthy 2-tier
+// Clos; "always": every route carries it, one UPDATE per route and session).
 #include <google/protobuf/util/json_util.h>
 #include <stdlib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <set>
 
 #include "api/topology/topology_generate.h"
 #include "tests/southbound/wire/wire_harness.h"
@@ -45,7 +51,9 @@ struct Stats {
 };
 
 // Every leaf's state: colors of all spines, a route per remote NIC whose
-// color is spine (leaf + nic + shift) % spines and backup the next one.
+// color is spine (leaf + nic + shift) % spines and backup the next one, and
+// the next-hop reach loomd's controller adds (every spine reaches every other
+// leaf directly).
 std::map<std::string, v1::DeviceState> Desired(const v1::Topology& topo,
                                                const bgp::PrefixPlan& plan, int shift, uint32_t tc,
                                                uint64_t generation) {
@@ -60,6 +68,17 @@ std::map<std::string, v1::DeviceState> Desired(const v1::Topology& topo,
     g->set_color(c.color);
     g->add_next_hops(c.via);
     ++spines_of[c.leaf];
+  }
+  {
+    std::set<std::string> leaves;
+    for (const auto& c : cs) leaves.insert(c.leaf);
+    for (const auto& c : cs) {
+      auto* reach = out[c.leaf].add_next_hop_reach();
+      reach->set_next_hop(c.via);
+      for (const auto& l : leaves) {
+        if (l != c.leaf) reach->add_egress(l);
+      }
+    }
   }
   std::vector<std::string> nics;
   for (const auto& d : topo.devices()) {
@@ -174,6 +193,7 @@ int main(int argc, char** argv) {
   std::string fabric_bin = LOOM_FABRIC_BIN;
   int leaves = 64, spines = 8, rounds = 10;
   std::string only;  // "bgp" or "gnmi": run one path only (profiling).
+  std::string nnhn = "needed";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string f = argv[i];
     if (f == "--fabric") fabric_bin = argv[i + 1];
@@ -181,8 +201,13 @@ int main(int argc, char** argv) {
     if (f == "--spines") spines = std::atoi(argv[i + 1]);
     if (f == "--rounds") rounds = std::atoi(argv[i + 1]);
     if (f == "--only") only = argv[i + 1];
+    if (f == "--nnhn") nnhn = argv[i + 1];
   }
-  if (leaves < 2 || spines < 2 || rounds < 1) {
+  const auto mode = nnhn == "always" ? bgp::BgpDriverConfig::NnhnMode::kAlways
+                    : nnhn == "off"  ? bgp::BgpDriverConfig::NnhnMode::kOff
+                                     : bgp::BgpDriverConfig::NnhnMode::kWhereNeeded;
+  if (leaves < 2 || spines < 2 || rounds < 1 ||
+      (nnhn != "needed" && nnhn != "always" && nnhn != "off")) {
     std::fprintf(stderr, "bench_wire: bad arguments\n");
     return 2;
   }
@@ -213,7 +238,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto t_up = Clock::now();
-  LoomSide loom(topo, fabric);
+  LoomSide loom(topo, fabric, mode);
   if (!WaitFor([&] { return loom.Established() == static_cast<int>(loom.sessions()); },
                std::chrono::seconds(60))) {
     std::fprintf(stderr, "bench_wire: only %d of %zu sessions up\n", loom.Established(),
@@ -267,7 +292,8 @@ int main(int argc, char** argv) {
     bgp_confirmed.ms.push_back(Ms(t2 - t0));
     gnmi_confirmed.ms.push_back(Ms(t4 - t3));
   }
-  std::printf("full-fabric recolor, %d leaves, %zu colored routes:\n", leaves, routes);
+  std::printf("full-fabric recolor, %d leaves, %zu colored routes%s:\n", leaves, routes,
+              nnhn == "always" ? " (each with NNHN)" : (" (NNHN " + nnhn + ")").c_str());
   bgp_sent.Print("BGP: UPDATEs written on every session");
   bgp_confirmed.Print("BGP: applied and confirmed on every leaf");
   gnmi_confirmed.Print("gNMI Set: applied and confirmed on every leaf");

@@ -544,6 +544,7 @@ BgpDriverConfig NnhnConfig() {
                     {"super1", 0x0a000022}};
   cfg.egress_leaves = {{"nic1", "leaf1"}, {"nic2", "leaf2"}, {"nic3", "leaf3"}};
   cfg.destination_prefixes["leaf2"] = {"198.18.2.0/24"};
+  cfg.nnhn = BgpDriverConfig::NnhnMode::kAlways;
   return cfg;
 }
 
@@ -647,6 +648,7 @@ TEST(BgpDriverTest, NnhnCrossesTheWireAndFollowsTheReach) {
   cfg.sessions.push_back(p);
   cfg.router_ids = {{"spine1", 0x0a000001}, {"leaf2", 0x0a000012}, {"leaf3", 0x0a000013}};
   cfg.egress_leaves = {{"nic2", "leaf2"}, {"nic3", "leaf3"}};
+  cfg.nnhn = BgpDriverConfig::NnhnMode::kAlways;
   BgpDriver driver(t.io, t.loom.get(), cfg);
   ASSERT_TRUE(RunUntil(t.io, [&] { return t.Established(); }));
   loom::v1::DeviceState desired;
@@ -685,6 +687,47 @@ TEST(BgpDriverTest, NnhnCrossesTheWireAndFollowsTheReach) {
   ASSERT_TRUE(RunUntil(t.io, [&] { return t.Rib().size() == 1; }));
   EXPECT_TRUE(t.Rib().count(P("198.18.2.1/32")));
   EXPECT_FALSE(t.receiver.Lookup(P("198.18.3.1/32")));
+}
+
+TEST(BgpDriverTest, NnhnOnlyWhereTheTopologyNeedsItByDefault) {
+  BgpDriverConfig cfg = NnhnConfig();
+  cfg.nnhn = BgpDriverConfig::NnhnMode::kWhereNeeded;
+  asio::io_context io;
+  Speaker loom(io, SpeakerConfig{1, "127.0.0.1", -1, false});
+  BgpDriver driver(io, &loom, cfg);
+  loom::v1::DeviceState d;
+  d.set_device("leaf0");
+  AddRoute(&d, "nic1", "198.18.1.1/32", 10);
+  AddRoute(&d, "nic2", "198.18.2.1/32", 10);
+  // Every spine reaches leaf1 directly (a healthy 2-tier Clos): nothing to say.
+  // spine1 lost leaf2: its route carries NNHN on the spines that still reach it.
+  AddReach(&d, "spine0", {"leaf1", "leaf2"});
+  AddReach(&d, "spine1", {"leaf1"});
+  AddReach(&d, "spine2", {"leaf1", "leaf2"});
+  std::vector<ApplyFailure> failures;
+  loom::v1::DeviceState applied;
+  std::map<Prefix, OriginatedRoute> by_prefix;
+  for (auto& r : driver.Translate(d, &failures, &applied)) by_prefix[r.prefix] = r;
+  EXPECT_TRUE(failures.empty());
+  EXPECT_TRUE(by_prefix.at(P("198.18.1.1/32")).nnhn_by_via.empty());  // to every session
+  EXPECT_EQ(by_prefix.at(P("198.18.2.1/32")).nnhn_by_via,
+            (std::map<std::string, NextNextHops>{{"spine0", {{}, 0x0a000001, {0x0a000012}}},
+                                                 {"spine2", {{}, 0x0a000003, {0x0a000012}}}}));
+  // Routes without NNHN to the same vias share one export class (one UPDATE).
+  AddRoute(&d, "nic1b", "198.18.1.2/32", 10);
+  cfg.egress_leaves["nic1b"] = "leaf1";
+  BgpDriver driver2(io, &loom, cfg);
+  by_prefix.clear();
+  for (auto& r : driver2.Translate(d, &failures, &applied)) by_prefix[r.prefix] = r;
+  EXPECT_EQ(ExportClassKey(by_prefix.at(P("198.18.1.1/32"))),
+            ExportClassKey(by_prefix.at(P("198.18.1.2/32"))));
+  // kOff: no route carries it, and spine1 still does not get the route to leaf2.
+  cfg.nnhn = BgpDriverConfig::NnhnMode::kOff;
+  BgpDriver off(io, &loom, cfg);
+  by_prefix.clear();
+  for (auto& r : off.Translate(d, &failures, &applied)) by_prefix[r.prefix] = r;
+  EXPECT_EQ(by_prefix.at(P("198.18.2.1/32")).nnhn_by_via,
+            (std::map<std::string, NextNextHops>{{"spine0", {}}, {"spine2", {}}}));
 }
 
 TEST(BgpDriverTest, UnknownDeviceFailsWholeDevice) {

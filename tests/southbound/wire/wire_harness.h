@@ -138,7 +138,8 @@ class FabricProcess {
 // Loom's southbound, configured the way loomd configures it for loom-fabric.
 class LoomSide {
  public:
-  LoomSide(const loom::v1::Topology& topo, const FabricProcess& fabric)
+  LoomSide(const loom::v1::Topology& topo, const FabricProcess& fabric,
+           bgp::BgpDriverConfig::NnhnMode nnhn = bgp::BgpDriverConfig::NnhnMode::kWhereNeeded)
       : plan_(topo), guard_(boost::asio::make_work_guard(io_)) {
     bgp::SpeakerConfig sc;
     sc.router_id = 0x0a0000fe;
@@ -150,6 +151,7 @@ class LoomSide {
     bc.ignore_non_bgp_parts = true;
     bc.router_ids = bgp::RouterIds(topo);
     bc.egress_leaves = plan_.EgressLeaves();
+    bc.nnhn = nnhn;
     sessions_ = bc.sessions.size();
     bgp_ = std::make_unique<bgp::BgpDriver>(io_, speaker_.get(), bc);
     sg::GnmiDriverConfig gc;
