@@ -37,6 +37,8 @@ const char* ForwardingModeName(ForwardingMode m) {
       return "dlb-per-packet";
     case ForwardingMode::kAlb:
       return "alb";
+    case ForwardingMode::kDlbAlb:
+      return "dlb-alb";
   }
   return "?";
 }
@@ -50,6 +52,8 @@ bool ParseForwardingMode(const std::string& s, ForwardingMode* m) {
     *m = ForwardingMode::kDlbPerPacket;
   else if (s == "alb")
     *m = ForwardingMode::kAlb;
+  else if (s == "dlb-alb" || s == "dlb+alb")
+    *m = ForwardingMode::kDlbAlb;
   else
     return false;
   return true;
@@ -299,6 +303,9 @@ struct Fabric::Impl {
   std::vector<char> group_valid;
   std::map<int64_t, GroupCfg> groups;
   std::vector<double> alb_bytes;
+  // Per bucket slot (parallel to alb_bytes): when bytes last arrived for the bucket (kDlbAlb:
+  // a bucket is idle, and DLB may re-choose its member, after the inactivity time).
+  std::vector<TimeNs> alb_seen;
   std::vector<double> buf;  // shared buffer in use, per node
   // A list of distinct indexes with a fixed capacity (no allocation in the step loop).
   struct IndexList {
@@ -535,6 +542,10 @@ struct Fabric::Impl {
     auto it = groups.find(GroupKey(node, leaf));
     return it == groups.end() ? nullptr : &it->second;
   }
+  GroupCfg* FindGroup(int node, int leaf) {
+    auto it = groups.find(GroupKey(node, leaf));
+    return it == groups.end() ? nullptr : &it->second;
+  }
 
   uint64_t Hash(int node, const Qp& qp, int salt) const {
     const Node& n = nodes[node];
@@ -648,6 +659,16 @@ struct Fabric::Impl {
   //    members)); members of weight 0 (or without a weight) are not allowed while
   //    another allowed member has a weight > 0. Without weights (or all 0): unchanged.
   //  - kAlb: the hash's bucket's member when allowed, else as static hash.
+  //  - kDlbAlb (DLB and ALB on one group; without a bucket table, as kDlbFlowlet): the
+  //    hash's bucket of the group's table is the flowset entry, shared by every flow that
+  //    hashes to it. Its member is followed while it is allowed (after the GLB weight
+  //    filter) and either the QP is between flowlet boundaries (`prefer` >= 0: a reroute,
+  //    e.g. after SetAlbTable moved the bucket, so the flow moves at once) or bytes
+  //    arrived for the bucket within the inactivity time (another flow keeps it busy). Otherwise
+  //    (an idle bucket at a flowlet boundary or for a new flow, or a member that died or
+  //    lost its GLB weight) the member is chosen as in kDlbFlowlet and written into the
+  //    bucket. A bucket member that is live but outside the QP's colors: kDlbFlowlet
+  //    without the bucket (nothing written or counted).
   //  - kStaticHash (and kDlbPerPacket subflows, salted): weighted by the group weights
   //    when they sum to > 0 over the allowed members, else plain hash over them.
   int Choose(int node, int leaf, Qp& qp, int salt, int prefer, int* alb_slot) {
@@ -660,9 +681,25 @@ struct Fabric::Impl {
     const GroupCfg* g = FindGroup(node, leaf);
     if (mode == ForwardingMode::kDlbPerPacket) mode = ForwardingMode::kStaticHash;  // salted
     switch (mode) {
-      case ForwardingMode::kDlbFlowlet: {
+      case ForwardingMode::kDlbFlowlet:
+      case ForwardingMode::kDlbAlb: {
         qp.dlb = true;
-        qp.min_inactivity = std::min(qp.min_inactivity, nodes[node].cfg.dlb.inactivity_ns);
+        const TimeNs inactivity = nodes[node].cfg.dlb.inactivity_ns;
+        qp.min_inactivity = std::min(qp.min_inactivity, inactivity);
+        auto has = [](const std::vector<int>& v, int p) {
+          return std::find(v.begin(), v.end(), p) != v.end();
+        };
+        // kDlbAlb: the flow's bucket (flowset entry); -1 = no table (plain flowlet DLB).
+        GroupCfg* table = nullptr;
+        size_t bucket = 0;
+        int cur = -1;
+        bool cur_colored = false;  // the bucket's member is live but outside the QP's colors
+        if (mode == ForwardingMode::kDlbAlb && g && !g->alb.empty()) {
+          table = FindGroup(node, leaf);
+          bucket = h % table->alb.size();
+          cur = table->alb[bucket];
+          cur_colored = !has(allowed, cur) && has(members, cur);
+        }
         // GLB weights: remote quality band per member (see above); max_w 0 = none.
         auto weight = [g](int p) {
           auto it = g->weights.find(p);
@@ -677,7 +714,14 @@ struct Fabric::Impl {
                           allowed.end());
           }
         }
-        if (prefer >= 0 && std::find(allowed.begin(), allowed.end(), prefer) != allowed.end()) {
+        int slot = -1;
+        if (table && !cur_colored) {
+          slot = table->alb_base + static_cast<int>(bucket);
+          if (has(allowed, cur) && (prefer >= 0 || now() - alb_seen[slot] < inactivity)) {
+            *alb_slot = slot;
+            return cur;  // follow the bucket
+          }
+        } else if (prefer >= 0 && has(allowed, prefer)) {
           return prefer;
         }
         const size_t n = allowed.size();
@@ -697,6 +741,12 @@ struct Fabric::Impl {
         if (qp.cap_bps > 0) r = std::min(r, qp.cap_bps);
         PortLoadBps(best);
         ports[best].provisional_bps += r;
+        if (slot >= 0) {
+          // DLB's choice becomes the bucket's member; the bucket is in use from now.
+          table->alb[bucket] = best;
+          alb_seen[slot] = now();
+          *alb_slot = slot;
+        }
         return best;
       }
       case ForwardingMode::kAlb:
@@ -819,6 +869,8 @@ struct Fabric::Impl {
   // or shared-buffer limit; the excess is a counted drop).
   [[gnu::always_inline]] inline void Admit(PathFlow& pf, int h, double x, Qp& qp) {
     Hop& hp = pf.h[h];
+    // The switch looks the bytes up as they arrive: their bucket is in use now.
+    if (hp.alb >= 0) alb_seen[hp.alb] = now();
     double accepted = x;
     if (hp.ing >= 0) {
       Port& ip = ports[hp.ing / kPriorities];  // ingress port, same switch as the egress
@@ -905,6 +957,9 @@ struct Fabric::Impl {
       PathFlow& pf = pfs[pi];
       pf.qp = qp.id;
       const int n = static_cast<int>(paths[i].size());
+      // Unchanged hops keep their bytes; their bucket slot may still change (a resized
+      // table, or a mode change), so the bucket counters follow the new choice.
+      for (int h = 0; h < first_diff; ++h) pf.h[h].alb = albs[i][h];
       for (int h = first_diff; h < n; ++h) {
         pf.h[h] = Hop{};
         pf.h[h].q = paths[i][h] * kPriorities + qp.prio;
@@ -1908,7 +1963,10 @@ void Fabric::Impl::ApplyJump(int64_t n) {
           const Hop& hp = pf.h[h];
           queues[hp.q].tx += bytes;
           served(ports[hp.q / kPriorities], bytes);
-          if (hp.alb >= 0) alb_bytes[hp.alb] += bytes;
+          if (hp.alb >= 0) {
+            alb_bytes[hp.alb] += bytes;
+            if (bytes > 0) alb_seen[hp.alb] = t_last;
+          }
         }
         hops += static_cast<uint64_t>(pf.n - 1);
       }
@@ -2471,10 +2529,16 @@ Status Fabric::SetAlbTable(const std::string& device, const std::string& dest,
   if (cfg.alb.size() != table.size()) {
     cfg.alb_base = static_cast<int>(im.alb_bytes.size());
     im.alb_bytes.resize(im.alb_bytes.size() + table.size(), 0.0);
+    im.alb_seen.resize(im.alb_bytes.size(), -kNever);
   }
   cfg.alb = std::move(table);
-  cfg.has_mode = true;
-  cfg.mode = ForwardingMode::kAlb;
+  // A group in DLB + ALB mode (its own or its switch's) keeps it: the table is its shared
+  // flowset table. Any other group becomes an ALB group.
+  const ForwardingMode mode = cfg.has_mode ? cfg.mode : im.nodes[g.node].cfg.mode;
+  if (mode != ForwardingMode::kDlbAlb) {
+    cfg.has_mode = true;
+    cfg.mode = ForwardingMode::kAlb;
+  }
   im.routing_dirty = true;
   return Status::Ok();
 }

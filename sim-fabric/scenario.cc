@@ -213,7 +213,12 @@ std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::strin
       if (has_mode && !Check(fab->SetForwardingMode(dev, mode), where, error)) return nullptr;
       continue;
     }
-    if (mode == ForwardingMode::kAlb) {
+    if (has_mode && mode == ForwardingMode::kDlbAlb &&
+        !Check(fab->SetGroupMode(dev, m.dest(), mode), where, error)) {
+      return nullptr;
+    }
+    if (has_mode && (mode == ForwardingMode::kAlb || mode == ForwardingMode::kDlbAlb)) {
+      // The group's bucket table (dlb-alb: its shared flowset table; the mode stays).
       if (!Check(fab->InitAlbTable(dev, m.dest(), m.alb_buckets() > 0 ? m.alb_buckets() : 256),
                  where, error)) {
         return nullptr;

@@ -57,6 +57,8 @@ enum class ForwardingMode {
   kDlbFlowlet,    // DLB: best-quality member at each flowlet boundary
   kDlbPerPacket,  // DLB: packets sprayed over members, quality-weighted
   kAlb,           // ALB: fixed bucket table per group, hash -> bucket -> member
+  kDlbAlb,        // DLB + ALB: DLB writes its flowlet choices into the group's shared
+                  // bucket (flowset) table, ALB moves buckets (flows follow at once)
 };
 const char* ForwardingModeName(ForwardingMode m);
 bool ParseForwardingMode(const std::string& s, ForwardingMode* m);

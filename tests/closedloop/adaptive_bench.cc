@@ -3,11 +3,14 @@
 // The TELB benchmark's reference scenario (tests/closedloop/bench_scenario.h: 256 GPUs,
 // rail-optimized, four tenants' jobs) in three variants — as is, with one leaf->spine link
 // failing mid-run, and with one remote spine->leaf downlink degraded (half capacity, 0.1 %
-// of bytes lost to errors) — under six forwarding modes, run by the real controller core and
-// the emulator in virtual time (tests/closedloop/harness.h). Prints mean JCT per mode against
-// the ideal bound, and for the failure the time from the failure to Loom's reaction.
+// of bytes lost to errors) — under six forwarding modes (static ECMP, ECMP + QP entropy,
+// switch DLB flowlet, switch DLB + ALB: the emulator's combined mode with an on-box ALB
+// rebalancer, Loom TELB, Loom full), run by the real controller core and the emulator in
+// virtual time (tests/closedloop/harness.h). Prints mean JCT per mode against the ideal
+// bound, and for the failure the time from the failure to Loom's reaction.
 //
-// Run: build/tests/adaptive_bench [--quick] [--seeds N] [--step-us N]
+// Run: build/tests/adaptive_bench [--quick] [--seeds N] [--step-us N] [--variant NAME]
+//      [--mode ecmp|ecmp-qp|dlb|dlb-alb|telb|full] [--per-job]
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,9 +38,9 @@ using bench::Scenario;
 using loom::sim::JobSpec;
 using WallClock = std::chrono::steady_clock;
 
-enum class Mode { kEcmp, kEcmpQp, kDlb, kAlb, kTelb, kFull };
-constexpr Mode kModes[] = {Mode::kEcmp, Mode::kEcmpQp, Mode::kDlb,
-                           Mode::kAlb,  Mode::kTelb,   Mode::kFull};
+enum class Mode { kEcmp, kEcmpQp, kDlb, kDlbAlb, kTelb, kFull };
+constexpr Mode kModes[] = {Mode::kEcmp,   Mode::kEcmpQp, Mode::kDlb,
+                           Mode::kDlbAlb, Mode::kTelb,   Mode::kFull};
 
 const char* ModeName(Mode m) {
   switch (m) {
@@ -47,8 +50,8 @@ const char* ModeName(Mode m) {
       return "ECMP+QP entropy";
     case Mode::kDlb:
       return "switch DLB";
-    case Mode::kAlb:
-      return "switch ALB";
+    case Mode::kDlbAlb:
+      return "switch DLB + ALB";
     case Mode::kTelb:
       return "Loom TELB";
     case Mode::kFull:
@@ -58,7 +61,7 @@ const char* ModeName(Mode m) {
 }
 
 const char* ModeKey(Mode m) {
-  static const char* const kKeys[] = {"ecmp", "ecmp-qp", "dlb", "alb", "telb", "full"};
+  static const char* const kKeys[] = {"ecmp", "ecmp-qp", "dlb", "dlb-alb", "telb", "full"};
   return kKeys[static_cast<int>(m)];
 }
 
@@ -116,11 +119,13 @@ std::string LeafOf(const loom::topology::TopologyIndex& idx, const std::string& 
   return g ? idx.NicLeaf(g->nic()) : "";
 }
 
-// On-box ALB of every leaf group, rebalanced with Loom's own algorithm from the switch's
-// bucket counters (what a switch-native ALB does, at a 10 ms scan).
-class OnBoxAlb {
+// On-box DLB + ALB of every leaf group: the group's 256-bucket table is the switch's
+// shared flowset table (DLB writes each new flowlet's member into its bucket), rebalanced
+// with Loom's own ALB algorithm from the switch's bucket counters (what a switch-native ALB
+// does, at a 10 ms scan); a moved bucket's flows follow at once, flowlet gap or not.
+class OnBoxDlbAlb {
  public:
-  OnBoxAlb(loom::sim::Fabric& f, const v1::Topology& t) : f_(f) {
+  OnBoxDlbAlb(loom::sim::Fabric& f, const v1::Topology& t) : f_(f) {
     for (const auto& d : t.devices()) {
       if (d.role() == v1::DEVICE_ROLE_LEAF) leaves_.push_back(d.id());
     }
@@ -130,7 +135,7 @@ class OnBoxAlb {
     for (const auto& a : leaves_) {
       for (const auto& b : leaves_) {
         if (a == b) continue;
-        (void)f_.SetGroupMode(a, b, loom::sim::ForwardingMode::kAlb);
+        (void)f_.SetGroupMode(a, b, loom::sim::ForwardingMode::kDlbAlb);
         (void)f_.InitAlbTable(a, b, 256);
       }
     }
@@ -194,8 +199,8 @@ RunResult RunMode(const Scenario& s, Variant variant, Mode mode, uint64_t seed, 
     auto& f = loop.fabric();
     if (mode == Mode::kEcmpQp) f.SetHashDestQp("*", true);
     if (mode == Mode::kDlb) f.SetForwardingMode("*", loom::sim::ForwardingMode::kDlbFlowlet);
-    std::unique_ptr<OnBoxAlb> alb;
-    if (mode == Mode::kAlb) alb = std::make_unique<OnBoxAlb>(f, s.topology);
+    std::unique_ptr<OnBoxDlbAlb> alb;
+    if (mode == Mode::kDlbAlb) alb = std::make_unique<OnBoxDlbAlb>(f, s.topology);
     const char* only_job = getenv("ADAPTIVE_BENCH_JOB");
     for (JobSpec spec : s.jobs) {
       if (only_job && spec.id != only_job) continue;
@@ -298,7 +303,7 @@ int Main(int argc, char** argv) {
           "usage: adaptive_bench [--quick] [--seeds N] [--step-us N] [--variant NAME] "
           "[--mode NAME] [--per-job]\n"
           "  --variant: reference | failure | degraded (default: all three)\n"
-          "  --mode: ecmp | ecmp-qp | dlb | alb | telb | full (default: all six)\n"
+          "  --mode: ecmp | ecmp-qp | dlb | dlb-alb | telb | full (default: all six)\n"
           "  --per-job: print every job's JCT against its ideal bound\n");
       return 0;
     } else {
@@ -314,10 +319,11 @@ int Main(int argc, char** argv) {
               static_cast<double>(args.step_ns) / 1e3, args.seeds);
   std::printf(
       "modes: static ECMP; ECMP+QP entropy (%d QPs/connection, dest QP hashed); switch DLB "
-      "(flowlet); switch ALB (every leaf group in ALB mode, 256 buckets, rebalanced on-box "
-      "every 10 ms with Loom's ALB algorithm; the emulator runs one mode per group, so DLB and "
-      "ALB do not combine on one group); Loom TELB (colored routes only); Loom full (TELB + "
-      "GLB + ALB + DLB tuning + remediation, NIC telemetry subscribed)\n",
+      "(flowlet); switch DLB + ALB (every leaf group in the combined mode: flowlet DLB writes "
+      "its choices into the group's 256-bucket flowset table, rebalanced on-box every 10 ms "
+      "with Loom's ALB algorithm, moved buckets' flows follow at once); Loom TELB (colored "
+      "routes only); Loom full (TELB + GLB + ALB + DLB tuning + remediation, NIC telemetry "
+      "subscribed)\n",
       s.qp_entropy_qps);
   std::vector<double> ideal;
   for (const auto& j : s.jobs) {

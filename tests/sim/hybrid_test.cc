@@ -159,8 +159,9 @@ TEST(Hybrid, RingWithCongestionEpisodesMatchesStepping) {
 // Every forwarding mode at once: DLB flowlets everywhere, per-packet spraying of class 4
 // at leaf1, an ALB table at leaf0, 2 QPs per ring connection, a sprayed permutation job,
 // and a short incast (standing queue, ECN, DCQCN) overlapping the ring's second
-// iteration. Stepping and fast-forward agree within 1 %.
-RunResult RunMixed(bool fast_forward) {
+// iteration. Stepping and fast-forward agree within 1 %. With `dlb_alb` the leaf0 -> leaf1
+// group runs DLB + ALB on its table instead of ALB alone.
+RunResult RunMixed(bool fast_forward, bool dlb_alb = false) {
   auto topo = Clos(2, 2, 4, 100e9, 100e9);
   FabricOptions o;
   o.seed = 11;
@@ -168,6 +169,9 @@ RunResult RunMixed(bool fast_forward) {
   auto f = Make(topo, o);
   EXPECT_TRUE(f->SetForwardingMode("*", ForwardingMode::kDlbFlowlet).ok());
   EXPECT_TRUE(f->SetSprayPriorities("leaf1", 1u << 4).ok());
+  if (dlb_alb) {
+    EXPECT_TRUE(f->SetGroupMode("leaf0", "leaf1", ForwardingMode::kDlbAlb).ok());
+  }
   EXPECT_TRUE(f->InitAlbTable("leaf0", "leaf1", 16).ok());
   std::string err;
   JobSpec ring;
@@ -227,6 +231,20 @@ TEST(Hybrid, MixedForwardingModesMatchStepping) {
   EXPECT_GT(step.ecn_marked, 0u);
   EXPECT_GT(ff.ff.jumps + ff.ff.idle_jumps, 0u);
   EXPECT_LT(ff.steps_executed, step.steps_executed);
+  ExpectAgree(step, ff, 0.01);
+}
+
+// The same with DLB + ALB on leaf0's group: flowlet choices written into the bucket table,
+// bucket counters and bucket activity carried over jumps.
+TEST(Hybrid, DlbAlbGroupMatchesStepping) {
+  const RunResult step = RunMixed(false, true), ff = RunMixed(true, true);
+  EXPECT_GT(ff.ff.jumps + ff.ff.idle_jumps, 0u);
+  EXPECT_LT(ff.steps_executed, step.steps_executed);
+  double alb = 0;
+  for (const auto& [key, v] : step.counters) {
+    if (key.rfind("alb", 0) == 0) alb += v;
+  }
+  EXPECT_GT(alb, 0);
   ExpectAgree(step, ff, 0.01);
 }
 
