@@ -114,9 +114,14 @@ std::vector<OriginatedRoute> BgpDriver::Translate(const loom::v1::DeviceState& d
   return out;
 }
 
-void BgpDriver::AddNnhn(const loom::v1::DeviceState& desired, const std::set<std::string>& vias,
-                        const std::map<Prefix, std::string>& egress_of,
-                        std::map<Prefix, OriginatedRoute>* routes) const {
+std::shared_ptr<const BgpDriver::NnhnPlan> BgpDriver::PlanNnhn(
+    const loom::v1::DeviceState& desired, const std::set<std::string>& vias) const {
+  // The reach rarely changes between two applies of a device (a recolor keeps it):
+  // reuse the plan while the serialized reach is the same.
+  std::string key;
+  for (const loom::v1::NextHopReach& r : desired.next_hop_reach()) key += r.SerializeAsString();
+  auto& cached = nnhn_plans_[desired.device()];
+  if (cached.second && cached.first == key) return cached.second;
   auto id_of = [this](const std::string& device) -> uint32_t {
     auto it = config_.router_ids.find(device);
     return it == config_.router_ids.end() ? 0 : it->second;
@@ -131,25 +136,21 @@ void BgpDriver::AddNnhn(const loom::v1::DeviceState& desired, const std::set<std
       covered.insert(e);
     }
   }
-  for (auto it = routes->begin(); it != routes->end();) {
-    auto e = egress_of.find(it->first);
-    if (e == egress_of.end() || !covered.count(e->second)) {
-      ++it;  // Nothing known about this destination: no NNHN, no filtering.
-      continue;
-    }
-    std::map<std::string, NextNextHops> by_via;
+  auto plan = std::make_shared<NnhnPlan>();
+  for (const std::string& egress : covered) {
+    NnhnPlan::Entry entry;
     for (const std::string& via : vias) {
       auto rv = reach.find(via);
       if (rv == reach.end()) {
-        by_via[via];  // Not a listed next hop: sent without NNHN.
+        entry.by_via[via];  // Not a listed next hop: sent without NNHN.
         continue;
       }
-      auto re = rv->second.find(e->second);
+      auto re = rv->second.find(egress);
       if (re == rv->second.end()) continue;  // The via cannot reach the egress leaf.
       NextNextHops n;
       n.next_hop_bgp_id = id_of(via);
       if (re->second->beyond().empty()) {
-        n.next_next_hop_bgp_ids.push_back(id_of(e->second));
+        n.next_next_hop_bgp_ids.push_back(id_of(egress));
       } else {
         for (const std::string& b : re->second->beyond()) {
           n.next_next_hop_bgp_ids.push_back(id_of(b));
@@ -159,29 +160,50 @@ void BgpDriver::AddNnhn(const loom::v1::DeviceState& desired, const std::set<std
       ids.erase(std::remove(ids.begin(), ids.end(), 0u), ids.end());
       std::sort(ids.begin(), ids.end());
       ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-      by_via[via] = std::move(n);
+      entry.by_via[via] = std::move(n);
     }
-    if (by_via.empty()) {
-      it = routes->erase(it);  // No session's next hop reaches it.
+    if (entry.by_via.empty()) {
+      entry.drop = true;  // No session's next hop reaches it.
+    } else {
+      bool needed = config_.nnhn == BgpDriverConfig::NnhnMode::kAlways;
+      if (config_.nnhn == BgpDriverConfig::NnhnMode::kWhereNeeded) {
+        for (const auto& [next_hop, by_egress] : reach) {
+          auto re = by_egress.find(egress);
+          needed |= re == by_egress.end() || !re->second->beyond().empty();
+        }
+      }
+      if (!needed) {
+        // Every session whose via reaches E gets the route, without NNHN; when that
+        // is every session, the route is an ordinary one (the cheap common case).
+        if (entry.by_via.size() == vias.size()) {
+          entry.by_via.clear();
+        } else {
+          for (auto& [via, n] : entry.by_via) n = NextNextHops{};
+        }
+      }
+    }
+    plan->by_egress.emplace(egress, std::move(entry));
+  }
+  cached = {std::move(key), plan};
+  return plan;
+}
+
+void BgpDriver::AddNnhn(const loom::v1::DeviceState& desired, const std::set<std::string>& vias,
+                        const std::map<Prefix, std::string>& egress_of,
+                        std::map<Prefix, OriginatedRoute>* routes) const {
+  std::shared_ptr<const NnhnPlan> plan = PlanNnhn(desired, vias);
+  for (auto it = routes->begin(); it != routes->end();) {
+    auto e = egress_of.find(it->first);
+    auto entry = e == egress_of.end() ? plan->by_egress.end() : plan->by_egress.find(e->second);
+    if (entry == plan->by_egress.end()) {
+      ++it;  // Nothing known about this destination: no NNHN, no filtering.
       continue;
     }
-    bool needed = config_.nnhn == BgpDriverConfig::NnhnMode::kAlways;
-    if (config_.nnhn == BgpDriverConfig::NnhnMode::kWhereNeeded) {
-      for (const auto& [next_hop, by_egress] : reach) {
-        auto re = by_egress.find(e->second);
-        needed |= re == by_egress.end() || !re->second->beyond().empty();
-      }
+    if (entry->second.drop) {
+      it = routes->erase(it);
+      continue;
     }
-    if (!needed) {
-      // Every session whose via reaches E gets the route, without NNHN; when that is
-      // every session, the route is an ordinary one (the cheap common case).
-      if (by_via.size() == vias.size()) {
-        ++it;
-        continue;
-      }
-      for (auto& [via, n] : by_via) n = NextNextHops{};
-    }
-    it->second.nnhn_by_via = std::move(by_via);
+    it->second.nnhn_by_via = entry->second.by_via;
     ++it;
   }
 }

@@ -94,6 +94,18 @@ class BgpDriver final : public loom::southbound::Driver {
                                          loom::v1::DeviceState* applied) const;
 
  private:
+  // What the next-hop reach of a device means for a route towards each egress
+  // leaf it names: not originated (no session's via reaches it), or the NNHN per
+  // session via (empty map: an ordinary route to every session).
+  struct NnhnPlan {
+    struct Entry {
+      bool drop = false;
+      std::map<std::string, NextNextHops> by_via;
+    };
+    std::map<std::string, Entry> by_egress;
+  };
+  std::shared_ptr<const NnhnPlan> PlanNnhn(const loom::v1::DeviceState& desired,
+                                           const std::set<std::string>& vias) const;
   // Sets nnhn_by_via on `routes` from desired.next_hop_reach() (see above);
   // `vias` are the device's session vias, `egress_of` each prefix's egress leaf.
   void AddNnhn(const loom::v1::DeviceState& desired, const std::set<std::string>& vias,
@@ -108,6 +120,10 @@ class BgpDriver final : public loom::southbound::Driver {
   const BgpDriverConfig config_;
   const std::set<std::string> devices_;
   std::map<std::string, loom::v1::DeviceState> applied_;  // Speaker thread only.
+  // Per device: (serialized reach, its plan). Translate runs on the speaker
+  // thread (or, in tests, on the only thread).
+  mutable std::map<std::string, std::pair<std::string, std::shared_ptr<const NnhnPlan>>>
+      nnhn_plans_;
 };
 
 }  // namespace loom::southbound::bgp

@@ -17,11 +17,12 @@
 //     parts the Set changed.
 //
 //   bench_wire [--fabric PATH/loom-fabric] [--leaves 64] [--spines 8] [--rounds 10]
-//              [--only bgp|gnmi] [--nnhn needed|always|off]
+//              [--only bgp|gnmi] [--nnhn needed|always|off] [--reach on|off]
 // The desired states carry the next-hop reach loomd's controller adds (every
 // spine reaches every other leaf directly); --nnhn is the BGP driver's NNHN
 // mode (default "needed", loomd's: no route needs NNHN in a healthy 2-tier
-// Clos; "always": every route carries it, one UPDATE per route and session).
+// Clos; "always": every route carries it, one UPDATE per route and session);
+// --reach off leaves the reach out (the desired states before NNHN).
 #include <google/protobuf/util/json_util.h>
 #include <stdlib.h>
 
@@ -56,7 +57,7 @@ struct Stats {
 // leaf directly).
 std::map<std::string, v1::DeviceState> Desired(const v1::Topology& topo,
                                                const bgp::PrefixPlan& plan, int shift, uint32_t tc,
-                                               uint64_t generation) {
+                                               uint64_t generation, bool with_reach) {
   std::vector<bgp::ColorSession> cs = bgp::ColorSessions(topo);
   std::map<std::string, v1::DeviceState> out;
   std::map<std::string, int> spines_of;
@@ -69,7 +70,7 @@ std::map<std::string, v1::DeviceState> Desired(const v1::Topology& topo,
     g->add_next_hops(c.via);
     ++spines_of[c.leaf];
   }
-  {
+  if (with_reach) {
     std::set<std::string> leaves;
     for (const auto& c : cs) leaves.insert(c.leaf);
     for (const auto& c : cs) {
@@ -194,6 +195,7 @@ int main(int argc, char** argv) {
   int leaves = 64, spines = 8, rounds = 10;
   std::string only;  // "bgp" or "gnmi": run one path only (profiling).
   std::string nnhn = "needed";
+  bool reach = true;  // desired states carry the next-hop reach, as loomd's do
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string f = argv[i];
     if (f == "--fabric") fabric_bin = argv[i + 1];
@@ -202,6 +204,7 @@ int main(int argc, char** argv) {
     if (f == "--rounds") rounds = std::atoi(argv[i + 1]);
     if (f == "--only") only = argv[i + 1];
     if (f == "--nnhn") nnhn = argv[i + 1];
+    if (f == "--reach") reach = std::string(argv[i + 1]) != "off";
   }
   const auto mode = nnhn == "always" ? bgp::BgpDriverConfig::NnhnMode::kAlways
                     : nnhn == "off"  ? bgp::BgpDriverConfig::NnhnMode::kOff
@@ -263,7 +266,7 @@ int main(int argc, char** argv) {
   Stats bgp_sent, bgp_confirmed, gnmi_confirmed;
   int failures = 0, polls = 0;
   for (int round = 0; round <= rounds; ++round) {
-    auto want = Desired(topo, loom.plan(), round, 3, static_cast<uint64_t>(round + 1));
+    auto want = Desired(topo, loom.plan(), round, 3, static_cast<uint64_t>(round + 1), reach);
     if (only == "gnmi") want.clear();
     const auto t0 = Clock::now();
     failures += ApplyAll(loom.bgp_driver(), want);
@@ -282,7 +285,7 @@ int main(int argc, char** argv) {
                    pending.size());
       return 1;
     }
-    auto want_g = Desired(topo, loom.plan(), round + 3, 4, static_cast<uint64_t>(round + 1));
+    auto want_g = Desired(topo, loom.plan(), round + 3, 4, static_cast<uint64_t>(round + 1), reach);
     if (only == "bgp") want_g.clear();
     const auto t3 = Clock::now();
     failures += ApplyAll(gnmi, want_g);
@@ -293,7 +296,9 @@ int main(int argc, char** argv) {
     gnmi_confirmed.ms.push_back(Ms(t4 - t3));
   }
   std::printf("full-fabric recolor, %d leaves, %zu colored routes%s:\n", leaves, routes,
-              nnhn == "always" ? " (each with NNHN)" : (" (NNHN " + nnhn + ")").c_str());
+              !reach             ? " (no next-hop reach)"
+              : nnhn == "always" ? " (each with NNHN)"
+                                 : (" (next-hop reach, NNHN " + nnhn + ")").c_str());
   bgp_sent.Print("BGP: UPDATEs written on every session");
   bgp_confirmed.Print("BGP: applied and confirmed on every leaf");
   gnmi_confirmed.Print("gNMI Set: applied and confirmed on every leaf");
