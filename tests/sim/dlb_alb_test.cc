@@ -14,19 +14,10 @@ namespace {
 
 using testing::Clos;
 using testing::IfaceTo;
+using testing::LinkBetween;
 using testing::Make;
 using testing::Nic;
 using testing::OutOctets;
-
-std::string LinkBetween(const loom::v1::Topology& t, const std::string& a, const std::string& b) {
-  for (const auto& l : t.links()) {
-    if ((l.a().device() == a && l.b().device() == b) ||
-        (l.a().device() == b && l.b().device() == a)) {
-      return l.id();
-    }
-  }
-  return "";
-}
 
 TEST(DlbAlb, ModeNameParsesAndPrints) {
   ForwardingMode m = ForwardingMode::kStaticHash;

@@ -17,6 +17,7 @@ namespace loom::sim {
 namespace {
 
 using testing::Clos;
+using testing::LinkBetween;
 using testing::Make;
 using testing::Nic;
 
@@ -27,16 +28,6 @@ struct RunResult {
   uint64_t ecn_marked = 0, cnps = 0;
   TimeNs steps_executed = 0;
 };
-
-std::string LinkBetween(const loom::v1::Topology& t, const std::string& a, const std::string& b) {
-  for (const auto& l : t.links()) {
-    if ((l.a().device() == a && l.b().device() == b) ||
-        (l.a().device() == b && l.b().device() == a)) {
-      return l.id();
-    }
-  }
-  return "";
-}
 
 // Ring all-reduce over 8 NICs on 2 leaves x 2 spines (100G everywhere): every ring hop
 // has its own egress, so nothing is oversubscribed. With `congest`, link leaf1-host005

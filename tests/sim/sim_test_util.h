@@ -58,6 +58,18 @@ inline double OutOctets(const Fabric& f, const std::string& dev, const std::stri
   return static_cast<double>(c.out_octets);
 }
 
+// Id of the (first) link between devices a and b; "" when none.
+inline std::string LinkBetween(const loom::v1::Topology& t, const std::string& a,
+                               const std::string& b) {
+  for (const auto& l : t.links()) {
+    if ((l.a().device() == a && l.b().device() == b) ||
+        (l.a().device() == b && l.b().device() == a)) {
+      return l.id();
+    }
+  }
+  return "";
+}
+
 }  // namespace loom::sim::testing
 
 #endif  // LOOM_TESTS_SIM_SIM_TEST_UTIL_H_
