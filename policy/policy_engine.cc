@@ -163,6 +163,11 @@ std::vector<Finding> ValidatePolicy(const v1::PolicySet& set,
     }
     if (!v1::DlbMode_IsValid(a.dlb_mode())) error(el, "unknown dlb_mode");
     if (!v1::Isolation_IsValid(a.isolation())) error(el, "unknown isolation");
+    const uint32_t q = a.qp_split();
+    if (q > 1 && (q > kMaxQpSplit || (q & (q - 1)) != 0)) {
+      error(el, "qp_split " + std::to_string(q) + " is not a power of two between 2 and " +
+                    std::to_string(kMaxQpSplit) + " (0 or 1 = no split)");
+    }
   };
   std::set<std::string> names;
   for (int i = 0; i < set.rules_size(); ++i) {

@@ -18,6 +18,9 @@
 
 namespace loom::policy {
 
+// Largest PolicyAction.qp_split (parts per destination).
+inline constexpr uint32_t kMaxQpSplit = 64;
+
 struct Finding {
   enum class Severity { kError, kWarning };
   Severity severity = Severity::kError;

@@ -1,6 +1,7 @@
 #include "sim-fabric/fabric.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <queue>
@@ -168,7 +169,9 @@ struct Fabric::Impl {
     std::vector<int> alb;           // bucket -> port
     int alb_base = -1;              // first slot in alb_bytes_
   };
+  // One colored route: the destination's QPs q with (q & qp_mask) == qp_value.
   struct RouteEntry {
+    uint32_t qp_mask = 0, qp_value = 0;
     uint32_t color = 0, backup_color = 0;
   };
   static int64_t RouteKey(int dest_nic, int traffic_class) {
@@ -184,8 +187,9 @@ struct Fabric::Impl {
     int nic = -1, leaf = -1;
     uint64_t hash_seed = 0;
     std::map<uint32_t, std::pair<std::vector<int>, uint32_t>> colors;
-    // Per-destination colored routes (SetRoute): RouteKey(dest NIC, class) -> colors.
-    std::map<int64_t, RouteEntry> routes;
+    // Per-destination colored routes (SetRoute): RouteKey(dest NIC, class) -> entries,
+    // the ones with more qp_mask bits first (the first that matches a QP wins).
+    std::map<int64_t, std::vector<RouteEntry>> routes;
   };
   struct Nic {
     int node = -1, port = -1, leaf_node = -1;
@@ -611,20 +615,28 @@ struct Fabric::Impl {
   void ColorFilter(int node, const Qp& qp, const std::vector<int>& members, std::vector<int>* out) {
     *out = members;
     const Node& n = nodes[node];
-    if (!n.routes.empty()) {
-      auto r = n.routes.find(RouteKey(qp.dst, qp.prio));
-      if (r == n.routes.end()) r = n.routes.find(RouteKey(qp.dst, -1));
-      if (r != n.routes.end()) {
-        std::vector<int> sel;
-        for (uint32_t c : {r->second.color, r->second.backup_color}) {
-          ColorMembers(n, c, members, &sel);
-          if (!sel.empty()) {
-            *out = std::move(sel);
-            return;
-          }
+    const RouteEntry* route = nullptr;
+    for (int cls : {qp.prio, -1}) {
+      if (n.routes.empty() || route) break;
+      auto r = n.routes.find(RouteKey(qp.dst, cls));
+      if (r == n.routes.end()) continue;
+      for (const RouteEntry& e : r->second) {
+        if ((qp.dest_qp & e.qp_mask) == e.qp_value) {
+          route = &e;
+          break;
         }
-        return;  // neither color has a live member here: every ECMP member
       }
+    }
+    if (route) {
+      std::vector<int> sel;
+      for (uint32_t c : {route->color, route->backup_color}) {
+        ColorMembers(n, c, members, &sel);
+        if (!sel.empty()) {
+          *out = std::move(sel);
+          return;
+        }
+      }
+      return;  // neither color has a live member here: every ECMP member
     }
     if (qp.color == 0) return;
     uint32_t color = qp.color;
@@ -2628,7 +2640,8 @@ Status Fabric::SetJobColor(const std::string& job_id, uint32_t color) {
 }
 
 Status Fabric::SetRoute(const std::string& device, const std::string& dest_nic, uint32_t color,
-                        uint32_t backup_color, int traffic_class) {
+                        uint32_t backup_color, int traffic_class, uint32_t qp_mask,
+                        uint32_t qp_value) {
   Impl& im = *impl_;
   im.Touch();
   auto it = im.node_by_id.find(device);
@@ -2641,13 +2654,30 @@ Status Fabric::SetRoute(const std::string& device, const std::string& dest_nic, 
   if (traffic_class < -1 || traffic_class >= kPriorities) {
     return InvalidArgument("traffic_class must be -1 (any) or 0..7");
   }
-  im.nodes[it->second].routes[Impl::RouteKey(nic, traffic_class)] = {color, backup_color};
+  if ((qp_value & ~qp_mask) != 0) {
+    return InvalidArgument("route to " + dest_nic + ": qp_value " + std::to_string(qp_value) +
+                           " has bits outside qp_mask " + std::to_string(qp_mask));
+  }
+  auto& entries = im.nodes[it->second].routes[Impl::RouteKey(nic, traffic_class)];
+  Impl::RouteEntry entry{qp_mask, qp_value, color, backup_color};
+  auto same = std::find_if(entries.begin(), entries.end(), [&](const Impl::RouteEntry& e) {
+    return e.qp_mask == qp_mask && e.qp_value == qp_value;
+  });
+  if (same != entries.end()) {
+    *same = entry;
+  } else {
+    // Keep more specific masks first, then insertion order.
+    auto pos = std::find_if(entries.begin(), entries.end(), [&](const Impl::RouteEntry& e) {
+      return std::popcount(e.qp_mask) < std::popcount(qp_mask);
+    });
+    entries.insert(pos, entry);
+  }
   im.routing_dirty = true;
   return Status::Ok();
 }
 
 Status Fabric::RemoveRoute(const std::string& device, const std::string& dest_nic,
-                           int traffic_class) {
+                           int traffic_class, uint32_t qp_mask, uint32_t qp_value) {
   Impl& im = *impl_;
   im.Touch();
   auto it = im.node_by_id.find(device);
@@ -2656,10 +2686,21 @@ Status Fabric::RemoveRoute(const std::string& device, const std::string& dest_ni
   }
   const int nic = ResolveNic(im, dest_nic, nullptr);
   if (nic < 0) return NotFound("no NIC " + dest_nic);
-  if (im.nodes[it->second].routes.erase(Impl::RouteKey(nic, traffic_class)) == 0) {
+  auto& routes = im.nodes[it->second].routes;
+  auto r = routes.find(Impl::RouteKey(nic, traffic_class));
+  auto same = r == routes.end() ? std::vector<Impl::RouteEntry>::iterator()
+                                : std::find_if(r->second.begin(), r->second.end(),
+                                               [&](const Impl::RouteEntry& e) {
+                                                 return e.qp_mask == qp_mask &&
+                                                        e.qp_value == qp_value;
+                                               });
+  if (r == routes.end() || same == r->second.end()) {
     return NotFound("no route on " + device + " to " + dest_nic + " for traffic class " +
-                    std::to_string(traffic_class));
+                    std::to_string(traffic_class) + " and QP mask/value " +
+                    std::to_string(qp_mask) + "/" + std::to_string(qp_value));
   }
+  r->second.erase(same);
+  if (r->second.empty()) routes.erase(r);
   im.routing_dirty = true;
   return Status::Ok();
 }
@@ -2673,7 +2714,10 @@ Status Fabric::ClearRoutes(const std::string& device) {
 
 size_t Fabric::RouteCount(const std::string& device) const {
   auto it = impl_->node_by_id.find(device);
-  return it == impl_->node_by_id.end() ? 0 : impl_->nodes[it->second].routes.size();
+  if (it == impl_->node_by_id.end()) return 0;
+  size_t n = 0;
+  for (const auto& [key, entries] : impl_->nodes[it->second].routes) n += entries.size();
+  return n;
 }
 
 Status Fabric::SetEcn(const std::string& device, int priority, const EcnConfig& cfg) {

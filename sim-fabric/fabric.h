@@ -201,14 +201,20 @@ class Fabric {
   // color) it uses `backup_color`'s members (0 = no backup); when neither has a live
   // member, every ECMP member. A route wins over the QP/job color; a class-specific
   // route wins over a -1 route for the same destination. Replaces an existing route for
-  // (device, dest_nic, traffic_class). Applied at the next step (traffic re-routes).
-  // kNotFound for an unknown switch or NIC, kInvalidArgument for color 0 or a class
-  // outside -1..7.
+  // (device, dest_nic, traffic_class, qp_mask, qp_value). Applied at the next step
+  // (traffic re-routes). QP split: a route with qp_mask != 0 covers only the QPs whose
+  // destination QP number q has (q & qp_mask) == qp_value; among a destination's routes
+  // of one class the one with the most mask bits that matches wins, and a QP no route
+  // of its class matches falls to the -1 routes, then to its QP/job color.
+  // kNotFound for an unknown switch or NIC, kInvalidArgument for color 0, a class
+  // outside -1..7 or a qp_value with bits outside qp_mask.
   Status SetRoute(const std::string& device, const std::string& dest_nic, uint32_t color,
-                  uint32_t backup_color, int traffic_class = -1);
-  // Removes the route for (device, dest_nic, traffic_class); kNotFound when there is none.
+                  uint32_t backup_color, int traffic_class = -1, uint32_t qp_mask = 0,
+                  uint32_t qp_value = 0);
+  // Removes the route for (device, dest_nic, traffic_class, qp_mask, qp_value);
+  // kNotFound when there is none.
   Status RemoveRoute(const std::string& device, const std::string& dest_nic,
-                     int traffic_class = -1);
+                     int traffic_class = -1, uint32_t qp_mask = 0, uint32_t qp_value = 0);
   // Removes every route of `device` ("*" = every switch).
   Status ClearRoutes(const std::string& device);
   // Number of routes installed on `device` (0 for an unknown device).

@@ -475,7 +475,8 @@ class Solver {
       std::vector<int>& job_uses = uses[units_[u].job_id];
       const Candidate* best = nullptr;
       std::tuple<double, double, int, uint64_t> best_key;
-      uint64_t rot = Fnv1a64(units_[u].dst_nic);
+      // Parts of one destination (QP split) start their rotation one top apart.
+      uint64_t rot = Fnv1a64(units_[u].dst_nic) + units_[u].qp_value;
       for (const auto& c : Cands(u)) {
         auto [mx, sq] = Score(c);
         std::tuple<double, double, int, uint64_t> key{
@@ -603,8 +604,8 @@ std::vector<size_t> ByDemand(const std::vector<Unit>& units, const std::vector<s
   // builds them), their index is the same order without string compares.
   bool in_order = true;
   for (size_t u = 1; in_order && u < units.size(); ++u) {
-    in_order = std::tie(units[u - 1].job_id, units[u - 1].dst_nic) <
-               std::tie(units[u].job_id, units[u].dst_nic);
+    in_order = std::tie(units[u - 1].job_id, units[u - 1].dst_nic, units[u - 1].qp_value) <
+               std::tie(units[u].job_id, units[u].dst_nic, units[u].qp_value);
   }
   if (in_order) {
     std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
@@ -615,7 +616,8 @@ std::vector<size_t> ByDemand(const std::vector<Unit>& units, const std::vector<s
       if (a.first != b.first) return a.first > b.first;
       const Unit& ua = units[a.second];
       const Unit& ub = units[b.second];
-      return std::tie(ua.job_id, ua.dst_nic) < std::tie(ub.job_id, ub.dst_nic);
+      return std::tie(ua.job_id, ua.dst_nic, ua.qp_value) <
+             std::tie(ub.job_id, ub.dst_nic, ub.qp_value);
     });
   }
   std::vector<size_t> out;

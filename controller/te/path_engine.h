@@ -2,8 +2,10 @@
 // carries the traffic towards each destination NIC of each job.
 //
 // Model. BGP-DPF colors a destination's route, so the unit Loom controls is
-// a (job, destination NIC) pair: all traffic to that NIC crosses one "top"
-// device t (a spine in 2-tier fabrics, a super-spine in 3-tier ones; in
+// a (job, destination NIC) pair — or, when the policy splits the job by QP
+// (qp_split = P), each of the P parts of it, part k being the destination's
+// QPs numbered k modulo P and carrying 1/P of its traffic: all traffic of a
+// unit crosses one "top" device t (a spine in 2-tier fabrics, a super-spine in 3-tier ones; in
 // 3-tier fabrics t also fixes the pod spines, one per plane). A unit's
 // traffic is the sum of its sources' rates, grouped by source leaf; going
 // through t it loads the directed edges leaf->spine(->super-spine->spine)
@@ -37,6 +39,7 @@
 #ifndef LOOM_CONTROLLER_TE_PATH_ENGINE_H_
 #define LOOM_CONTROLLER_TE_PATH_ENGINE_H_
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -102,11 +105,14 @@ class FabricGraph {
   std::vector<std::string> devices_;
 };
 
-// One (job, destination NIC) pair.
+// One (job, destination NIC) pair, or one QP part of it (policy qp_split:
+// the destination's traffic whose destination QP q has (q & qp_mask) ==
+// qp_value, an equal share of it).
 struct Unit {
   std::string job_id;
   std::string dst_nic;
   int dst_leaf = -1;
+  uint32_t qp_mask = 0, qp_value = 0;
   // (source leaf, rate in bits/s) — sources on the destination's leaf add
   // no fabric load and may be omitted.
   std::vector<std::pair<int, double>> sources;

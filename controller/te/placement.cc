@@ -22,6 +22,12 @@ std::string Percent(double u) {
   return std::string(buf, end);
 }
 
+// Key of a destination's part: the NIC id, plus "/value&mask" for a QP part.
+std::string PartKey(const std::string& dst, uint32_t mask, uint32_t value) {
+  if (mask == 0) return dst;
+  return dst + "/" + std::to_string(value) + "&" + std::to_string(mask);
+}
+
 std::string Join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
@@ -174,6 +180,9 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
     all_tops = allowed[k] == static_cast<int>(k);
   std::vector<double> from_leaf(static_cast<size_t>(graph_.num_leaves()), 0.0);
   std::vector<int> touched;
+  // QP split: `parts` units per destination, part k = destination QPs k modulo parts.
+  const uint32_t split = rec.decision.action.qp_split();
+  const uint32_t parts = split > 1 ? split : 1;
   for (size_t i = 0; i < d.pairs.size();) {
     const uint32_t dst = d.pairs[i].dst;
     const int dst_leaf = leaf[dst];
@@ -195,12 +204,21 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
     u.dst_leaf = dst_leaf;
     u.sources.reserve(touched.size());
     for (int l : touched) {
-      u.sources.emplace_back(l, from_leaf[static_cast<size_t>(l)]);
+      u.sources.emplace_back(l, from_leaf[static_cast<size_t>(l)] / parts);
       from_leaf[static_cast<size_t>(l)] = 0.0;
     }
     if (!all_tops) u.allowed = allowed;  // empty: every top, in index order
-    if (auto it = current.find(u.dst_nic); it != current.end()) u.current = it->second;
-    rec.units.push_back(std::move(u));
+    // Where the destination was: the same part, else the whole destination (split since).
+    auto whole = current.find(u.dst_nic);
+    for (uint32_t k = 0; k < parts; ++k) {
+      Unit part = k + 1 < parts ? u : std::move(u);
+      part.qp_mask = parts - 1;
+      part.qp_value = k;
+      auto it = parts > 1 ? current.find(PartKey(part.dst_nic, part.qp_mask, k)) : whole;
+      if (it == current.end()) it = whole;
+      if (it != current.end()) part.current = it->second;
+      rec.units.push_back(std::move(part));
+    }
   }
 }
 
@@ -231,11 +249,12 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   if (auto it = jobs_.find(job.job_id()); it != jobs_.end()) {
     AddLoad(it->second, -1);
     for (size_t u = 0; u < it->second.units.size(); ++u) {
-      current[it->second.units[u].dst_nic] = it->second.top[u];
+      const Unit& unit = it->second.units[u];
+      current[PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value)] = it->second.top[u];
     }
   } else {
     for (const auto& r : job.status().assignment().routes()) {
-      current[r.destination()] = graph_.TopIndex(r.via());
+      current[PartKey(r.destination(), r.qp_mask(), r.qp_value())] = graph_.TopIndex(r.via());
     }
   }
   JobRec& rec = jobs_[job.job_id()];
@@ -299,7 +318,8 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
   for (auto& [id, rec] : jobs_) {
     std::map<std::string, int> current;
     for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
-      current[rec.units[u].dst_nic] = rec.top[u];
+      const Unit& unit = rec.units[u];
+      current[PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value)] = rec.top[u];
     }
     before[id] = RouteKey(MakeAssignment(rec));
     rec.decision = policy_.Evaluate(rec.job);
@@ -334,7 +354,8 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
 std::string Placement::RouteKey(const v1::PathAssignment& a) {
   std::string key;
   for (const auto& r : a.routes()) {
-    key += r.destination() + ">" + r.via() + "|" + r.backup_via() + ";";
+    key += PartKey(r.destination(), r.qp_mask(), r.qp_value()) + ">" + r.via() + "|" +
+           r.backup_via() + ";";
   }
   return key;
 }
@@ -355,6 +376,8 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
     const Unit& unit = rec.units[u];
     auto* r = a.add_routes();
     r->set_destination(unit.dst_nic);
+    r->set_qp_mask(unit.qp_mask);
+    r->set_qp_value(unit.qp_value);
     r->set_reason(u < rec.reason.size() ? rec.reason[u] : "");
     int t = u < rec.top.size() ? rec.top[u] : -1;
     int b = u < rec.backup.size() ? rec.backup[u] : -1;
@@ -419,9 +442,15 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
   if (rec.units.empty()) {
     reason += "; the job's traffic stays within its leaves (no spine path needed)";
   } else {
+    const uint32_t parts = rec.units.front().qp_mask + 1;
     reason += "; " + std::to_string(rec.units.size() - static_cast<size_t>(unplaced)) + " of " +
-              std::to_string(rec.units.size()) + " destination(s) pinned over " + Join(spines) +
-              "; predicted busiest link of the job at " + Percent(worst);
+              std::to_string(rec.units.size()) +
+              (parts > 1 ? " destination part(s) (" + std::to_string(rec.units.size() / parts) +
+                               " destination(s) split by destination QP modulo " +
+                               std::to_string(parts) + ")"
+                         : std::string(" destination(s)")) +
+              " pinned over " + Join(spines) + "; predicted busiest link of the job at " +
+              Percent(worst);
     if (unplaced > 0) {
       reason += "; " + std::to_string(unplaced) +
                 " destination(s) have no live path within the allowed spines";
@@ -462,7 +491,7 @@ std::map<std::string, v1::DeviceState> Placement::DesiredStates() const {
       }
     }
   }
-  std::set<std::pair<std::string, std::string>> spine_routes;  // (spine, destination)
+  std::set<std::pair<std::string, std::string>> spine_routes;  // (spine, destination part)
   for (const auto& [id, rec] : jobs_) {
     for (size_t u = 0; u < rec.units.size(); ++u) {
       if (u >= rec.top.size() || rec.top[u] < 0) continue;
@@ -475,6 +504,8 @@ std::map<std::string, v1::DeviceState> Placement::DesiredStates() const {
       }
       route.set_job_id(id);
       route.set_traffic_class(rec.job.traffic_class());
+      route.set_qp_mask(unit.qp_mask);
+      route.set_qp_value(unit.qp_value);
       for (int l = 0; l < graph_.num_leaves(); ++l) {
         if (l == unit.dst_leaf) continue;
         *out[graph_.leaf(l)].add_routes() = route;
@@ -482,7 +513,8 @@ std::map<std::string, v1::DeviceState> Placement::DesiredStates() const {
           std::string hop = graph_.FirstHop(l, rec.top[u]);
           // Pod spines of other pods forward up on the route's color.
           if (!hop.empty() && graph_.FirstHop(unit.dst_leaf, rec.top[u]) != hop &&
-              spine_routes.emplace(hop, unit.dst_nic).second) {
+              spine_routes.emplace(hop, PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value))
+                  .second) {
             *out[hop].add_routes() = route;
           }
         }
