@@ -117,6 +117,21 @@ TEST_F(PolicyTest, RejectsBadRangesAndDuplicateNames) {
   ExpectError(s, "rules[1]", "match.qp_ranges[0]");
 }
 
+TEST_F(PolicyTest, QpSplitMustBeAPowerOfTwoUpTo64) {
+  auto s = Parse(kPolicy);
+  s.mutable_rules(1)->mutable_action()->set_qp_split(8);
+  s.mutable_default_action()->set_qp_split(1);  // 1 = no split
+  auto f = Validate(s);
+  EXPECT_FALSE(HasErrors(f)) << FormatFindings(f);
+  s.mutable_rules(1)->mutable_action()->set_qp_split(6);
+  ExpectError(s, "rules[1] (\"beta-qp\")", "qp_split 6 is not a power of two between 2 and 64");
+  s.mutable_rules(1)->mutable_action()->set_qp_split(128);
+  ExpectError(s, "rules[1]", "qp_split 128");
+  s.mutable_rules(1)->mutable_action()->set_qp_split(0);
+  s.mutable_default_action()->set_qp_split(3);
+  ExpectError(s, "default", "qp_split 3");
+}
+
 TEST_F(PolicyTest, FirstMatchWins) {
   PolicyEngine engine(Parse(kPolicy));
   v1::Job job;

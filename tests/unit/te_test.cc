@@ -264,3 +264,86 @@ TEST(PlacementTest, RingsFillOneSpinePlaneEachAndAFullRecomputeRelievesTheOverlo
 
 }  // namespace
 }  // namespace loom::te
+
+namespace loom::te {
+namespace {
+
+// Three 400G point-to-point flows leaf0 -> leaf1 over two 400G spines: one color per
+// destination puts two of them on one uplink (200 %); split by destination QP into two
+// parts, each uplink carries three half flows (150 %, the fractional optimum).
+v1::Job ThreeCrossLeafFlows() {
+  v1::Job job;
+  job.set_job_id("j");
+  job.set_tenant("t");
+  job.set_traffic_class(3);
+  job.set_collective(v1::COLLECTIVE_PATTERN_POINT_TO_POINT);
+  for (const char* e : {"host000-nic0", "host002-nic0", "host000-nic1", "host002-nic1",
+                        "host001-nic0", "host003-nic0"}) {
+    job.add_endpoints(e);
+  }
+  return job;
+}
+
+v1::PolicySet SplitPolicy(uint32_t parts) {
+  v1::PolicySet set;
+  set.mutable_default_action()->set_qp_split(parts);
+  return set;
+}
+
+TEST(PlacementTest, QpSplitSpreadsEachDestinationOverSpinesByQpParts) {
+  auto topo = loom::testing::SmallFabric();
+  Placement whole(topo, {});
+  whole.Upsert(ThreeCrossLeafFlows());
+  EXPECT_NEAR(whole.max_utilization(), 2.0, 1e-9);
+
+  Placement p(topo, {});
+  p.SetPolicy(SplitPolicy(2));
+  v1::PathAssignment a = p.Upsert(ThreeCrossLeafFlows());
+  EXPECT_NEAR(p.max_utilization(), 1.5, 1e-9) << a.reason();
+  // Two parts per destination: QPs with an even / odd destination QP number.
+  ASSERT_EQ(a.routes_size(), 6) << a.reason();
+  std::map<std::string, std::set<uint32_t>> values;
+  std::map<std::string, int> per_spine;
+  for (const auto& r : a.routes()) {
+    EXPECT_EQ(r.qp_mask(), 1u) << r.destination();
+    values[r.destination()].insert(r.qp_value());
+    per_spine[r.via()]++;
+  }
+  ASSERT_EQ(values.size(), 3u);
+  for (const auto& [dst, v] : values) EXPECT_EQ(v, (std::set<uint32_t>{0, 1})) << dst;
+  EXPECT_EQ(per_spine["spine0"], 3);
+  EXPECT_EQ(per_spine["spine1"], 3);
+  EXPECT_NE(a.reason().find("split by destination QP modulo 2"), std::string::npos)
+      << a.reason();
+  // The switches get one colored route per part, matching the destination QP.
+  auto states = p.DesiredStates();
+  int parts = 0;
+  for (const auto& r : states.at("leaf0").routes()) {
+    EXPECT_EQ(r.qp_mask(), 1u);
+    EXPECT_LE(r.qp_value(), 1u);
+    ++parts;
+  }
+  EXPECT_EQ(parts, 6);
+
+  // Restart: a job reloaded with its split assignment keeps every part where it was.
+  v1::Job reloaded = ThreeCrossLeafFlows();
+  *reloaded.mutable_status()->mutable_assignment() = a;
+  Placement q(topo, {});
+  q.SetPolicy(SplitPolicy(2));
+  EXPECT_EQ(Placement::RouteKey(q.Upsert(reloaded)), Placement::RouteKey(a));
+
+  // Turning the split on for a placed job: a full recompute splits it and
+  // takes the gain; turning it off puts each destination back on one spine.
+  whole.SetPolicy(SplitPolicy(2));
+  EXPECT_EQ(whole.Recompute(PlacementMode::kFull).size(), 1u);
+  EXPECT_NEAR(whole.max_utilization(), 1.5, 1e-9);
+  whole.SetPolicy(v1::PolicySet());
+  whole.Recompute(PlacementMode::kFull);
+  const v1::PathAssignment unsplit = whole.AssignmentOf("j");
+  EXPECT_EQ(unsplit.routes_size(), 3);
+  for (const auto& r : unsplit.routes()) EXPECT_EQ(r.qp_mask(), 0u);
+  EXPECT_NEAR(whole.max_utilization(), 2.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace loom::te
