@@ -2688,12 +2688,12 @@ Status Fabric::RemoveRoute(const std::string& device, const std::string& dest_ni
   if (nic < 0) return NotFound("no NIC " + dest_nic);
   auto& routes = im.nodes[it->second].routes;
   auto r = routes.find(Impl::RouteKey(nic, traffic_class));
-  auto same = r == routes.end() ? std::vector<Impl::RouteEntry>::iterator()
-                                : std::find_if(r->second.begin(), r->second.end(),
-                                               [&](const Impl::RouteEntry& e) {
-                                                 return e.qp_mask == qp_mask &&
-                                                        e.qp_value == qp_value;
-                                               });
+  auto same =
+      r == routes.end()
+          ? std::vector<Impl::RouteEntry>::iterator()
+          : std::find_if(r->second.begin(), r->second.end(), [&](const Impl::RouteEntry& e) {
+              return e.qp_mask == qp_mask && e.qp_value == qp_value;
+            });
   if (r == routes.end() || same == r->second.end()) {
     return NotFound("no route on " + device + " to " + dest_nic + " for traffic class " +
                     std::to_string(traffic_class) + " and QP mask/value " +

@@ -213,8 +213,8 @@ class Fabric {
                   uint32_t qp_value = 0);
   // Removes the route for (device, dest_nic, traffic_class, qp_mask, qp_value);
   // kNotFound when there is none.
-  Status RemoveRoute(const std::string& device, const std::string& dest_nic,
-                     int traffic_class = -1, uint32_t qp_mask = 0, uint32_t qp_value = 0);
+  Status RemoveRoute(const std::string& device, const std::string& dest_nic, int traffic_class = -1,
+                     uint32_t qp_mask = 0, uint32_t qp_value = 0);
   // Removes every route of `device` ("*" = every switch).
   Status ClearRoutes(const std::string& device);
   // Number of routes installed on `device` (0 for an unknown device).

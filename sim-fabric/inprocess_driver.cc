@@ -80,9 +80,9 @@ ApplyResult InProcessDriver::ApplyNow(const v1::DeviceState& desired) {
     fabric_->ClearRoutes(dev);
     Status first;
     for (const auto& rt : desired.routes()) {
-      Status s = fabric_->SetRoute(dev, rt.destination(), rt.color(), rt.backup_color(),
-                                   static_cast<int>(rt.traffic_class()), rt.qp_mask(),
-                                   rt.qp_value());
+      Status s =
+          fabric_->SetRoute(dev, rt.destination(), rt.color(), rt.backup_color(),
+                            static_cast<int>(rt.traffic_class()), rt.qp_mask(), rt.qp_value());
       if (!s.ok() && first.ok()) first = s;
     }
     if (!first.ok()) fail("routes", first);

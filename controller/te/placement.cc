@@ -443,14 +443,14 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
     reason += "; the job's traffic stays within its leaves (no spine path needed)";
   } else {
     const uint32_t parts = rec.units.front().qp_mask + 1;
-    reason += "; " + std::to_string(rec.units.size() - static_cast<size_t>(unplaced)) + " of " +
-              std::to_string(rec.units.size()) +
-              (parts > 1 ? " destination part(s) (" + std::to_string(rec.units.size() / parts) +
-                               " destination(s) split by destination QP modulo " +
-                               std::to_string(parts) + ")"
-                         : std::string(" destination(s)")) +
-              " pinned over " + Join(spines) + "; predicted busiest link of the job at " +
-              Percent(worst);
+    reason +=
+        "; " + std::to_string(rec.units.size() - static_cast<size_t>(unplaced)) + " of " +
+        std::to_string(rec.units.size()) +
+        (parts > 1
+             ? " destination part(s) (" + std::to_string(rec.units.size() / parts) +
+                   " destination(s) split by destination QP modulo " + std::to_string(parts) + ")"
+             : std::string(" destination(s)")) +
+        " pinned over " + Join(spines) + "; predicted busiest link of the job at " + Percent(worst);
     if (unplaced > 0) {
       reason += "; " + std::to_string(unplaced) +
                 " destination(s) have no live path within the allowed spines";

@@ -313,8 +313,7 @@ TEST(PlacementTest, QpSplitSpreadsEachDestinationOverSpinesByQpParts) {
   for (const auto& [dst, v] : values) EXPECT_EQ(v, (std::set<uint32_t>{0, 1})) << dst;
   EXPECT_EQ(per_spine["spine0"], 3);
   EXPECT_EQ(per_spine["spine1"], 3);
-  EXPECT_NE(a.reason().find("split by destination QP modulo 2"), std::string::npos)
-      << a.reason();
+  EXPECT_NE(a.reason().find("split by destination QP modulo 2"), std::string::npos) << a.reason();
   // The switches get one colored route per part, matching the destination QP.
   auto states = p.DesiredStates();
   int parts = 0;
