@@ -206,7 +206,13 @@ void PrintJob(const v1::Job& j) {
       std::cout << "\n";
       Table t({"DESTINATION", "VIA", "COLOR", "BACKUP VIA", "BACKUP COLOR", "WHY"});
       for (const auto& r : a.routes()) {
-        t.Add({r.destination(), r.via().empty() ? "-" : r.via(), std::to_string(r.color()),
+        // A QP part of a split destination: "nic (qp%4=1)".
+        std::string dst = r.destination();
+        if (r.qp_mask() != 0) {
+          dst +=
+              " (qp%" + std::to_string(r.qp_mask() + 1) + "=" + std::to_string(r.qp_value()) + ")";
+        }
+        t.Add({dst, r.via().empty() ? "-" : r.via(), std::to_string(r.color()),
                r.backup_via().empty() ? "-" : r.backup_via(), std::to_string(r.backup_color()),
                r.reason()});
       }

@@ -41,6 +41,9 @@ Flags (override the config file):
                            deploy/examples/scenario-reference.json): loomd programs
                            and watches it like a real fabric and registers the
                            scenario's jobs; the topology comes from the scenario
+  --policy FILE            TELB policy (loom.v1.PolicySet JSON, e.g.
+                           deploy/examples/policy.json) installed at start-up;
+                           refused with exit 2 when validation finds errors
   --help                   this text
   --version                print the version
 
@@ -66,7 +69,7 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
   if (!flags.Parse(argc, argv, 1,
                    {"config", "topology", "grpc-listen", "metrics-listen", "db", "log-level",
                     "log-format", "ready-file", "event-retention", "telemetry-address",
-                    "telemetry-interval-ms", "emulate", "fabric-ready-file"},
+                    "telemetry-interval-ms", "emulate", "fabric-ready-file", "policy"},
                    {"help", "version"}, error)) {
     return ConfigResult::kError;
   }
@@ -111,6 +114,7 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
   if (flags.Has("telemetry-address")) config->set_telemetry_address(flags.Get("telemetry-address"));
   if (flags.Has("emulate")) config->set_emulate_scenario(flags.Get("emulate"));
   if (flags.Has("fabric-ready-file")) config->set_fabric_ready_file(flags.Get("fabric-ready-file"));
+  if (flags.Has("policy")) config->set_policy_path(flags.Get("policy"));
   if (!config->fabric_ready_file().empty() && !config->emulate_scenario().empty()) {
     *error = "fabric_ready_file and emulate_scenario exclude each other";
     return ConfigResult::kError;

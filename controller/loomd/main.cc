@@ -33,6 +33,7 @@
 #include "controller/core/controller.h"
 #include "controller/loomd/config.h"
 #include "controller/store/store.h"
+#include "policy/policy_engine.h"
 #include "sim-fabric/embedded.h"
 #include "southbound/bgp/bgp_driver.h"
 #include "southbound/bgp/prefix_plan.h"
@@ -110,6 +111,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto index = std::make_shared<const loom::topology::TopologyIndex>(std::move(topo));
+  loom::v1::PolicySet policy;
+  if (!config.policy_path().empty()) {
+    if (!loom::policy::LoadPolicyFile(config.policy_path(), &policy, &error)) {
+      std::cerr << "loomd: --policy " << error << "\n";
+      return 2;
+    }
+    auto findings = loom::policy::ValidatePolicy(policy, *index);
+    if (loom::policy::HasErrors(findings)) {
+      std::cerr << "loomd: policy " << config.policy_path() << " refused:\n"
+                << loom::policy::FormatFindings(findings) << "\n";
+      return 2;
+    }
+  }
 
   loom::Status st;
   auto store = loom::controller::SqliteStore::Open(config.database_path(), &st);
@@ -262,6 +276,25 @@ int main(int argc, char** argv) {
   };
   schedule_tick();
   std::thread core([&io] { io.run(); });
+
+  if (!config.policy_path().empty()) {
+    std::promise<std::pair<loom::Status, loom::controller::PolicyInstallResult>> installed;
+    controller.InstallPolicy(policy, [&](loom::Status s, loom::controller::PolicyInstallResult r) {
+      installed.set_value({s, r});
+    });
+    auto [s, r] = installed.get_future().get();
+    if (!s.ok()) {
+      work.reset();
+      io.stop();
+      core.join();
+      return Fail(2, "policy " + config.policy_path() + ": " + s.message());
+    }
+    LOG_INFO("policy file installed")
+        .With("file", config.policy_path())
+        .With("version", r.version == 0 ? std::string("unchanged") : std::to_string(r.version))
+        .With("jobs_moved", static_cast<uint64_t>(r.jobs_moved))
+        .With("warnings", r.findings);
+  }
 
   // Telemetry: gNMI dial-in to every switch; decoding runs on the collector's
   // threads, a snapshot thread hands the controller a fresh picture each

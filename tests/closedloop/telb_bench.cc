@@ -39,6 +39,7 @@
 #include "controller/te/next_hops.h"
 #include "controller/te/path_engine.h"
 #include "controller/te/placement.h"
+#include "policy/policy_engine.h"
 #include "sim-fabric/workload.h"
 #include "tests/closedloop/bench_scenario.h"
 #include "tests/closedloop/harness.h"
@@ -471,6 +472,23 @@ void AppendUnits(const v1::Job& job, double scale, const loom::topology::Topolog
   }
 }
 
+// The units of a QP split into `parts` (policy qp_split), as Placement builds them: each
+// unit becomes `parts` units of an equal share, part k = destination QPs k modulo parts.
+std::vector<loom::te::Unit> SplitUnits(const std::vector<loom::te::Unit>& units, uint32_t parts) {
+  std::vector<loom::te::Unit> out;
+  out.reserve(units.size() * parts);
+  for (const auto& u : units) {
+    for (uint32_t k = 0; k < parts; ++k) {
+      loom::te::Unit part = u;
+      for (auto& [src, rate] : part.sources) rate /= parts;
+      part.qp_mask = parts - 1;
+      part.qp_value = k;
+      out.push_back(std::move(part));
+    }
+  }
+  return out;
+}
+
 // A random job mix filling (most of) a fabric: job sizes in hosts from `sizes`, patterns
 // ring all-reduce (random rank order within the job) / all-to-all (at most `a2a_max_hosts`)
 // / permutation, hosts drawn from a shuffled free list with some locality.
@@ -721,6 +739,9 @@ void RunLp(const Args& args) {
       mip_ms);
   std::vector<double> gaps, int_gaps, loom_ms, lp_s;
   int within = 0, int_within = 0, proven = 0, mip_better = 0;
+  // QP split (policy qp_split = P): the same instances with every unit in P parts.
+  const std::vector<uint32_t> splits = {2, 4, static_cast<uint32_t>(g.num_tops())};
+  std::vector<std::vector<double>> split_gaps(splits.size()), split_ms(splits.size());
   for (int i = 0; i < n; ++i) {
     std::mt19937_64 rng(1000 + static_cast<uint64_t>(i));
     auto jobs = RandomJobs(rng, r.hosts, 8, {1, 2, 4, 8}, 8, 0.9);
@@ -793,6 +814,14 @@ void RunLp(const Args& args) {
     } else {
       mip = SolveMip(g, units, res.top, mip_ms);
     }
+    for (size_t k = 0; k < splits.size(); ++k) {
+      std::vector<loom::te::Unit> parts = SplitUnits(units, splits[k]);
+      auto t1 = Clock::now();
+      auto split =
+          loom::te::Place(g, parts, loom::te::PlacementParams{}, loom::te::PlacementMode::kFull);
+      split_ms[k].push_back(Seconds(Clock::now() - t1) * 1e3);
+      split_gaps[k].push_back(split.max_utilization / lp - 1);
+    }
     double gap = loom / lp - 1;
     // Gap to the integral optimum: exact when the MIP finished, else at most loom / bound - 1.
     double lower = std::max({lp, unit_bound, std::isnan(mip.bound) ? lp : mip.bound});
@@ -828,6 +857,20 @@ void RunLp(const Args& args) {
       proven, n, Percentile(int_gaps, 0) * 100, Percentile(int_gaps, 0.5) * 100,
       Mean(int_gaps) * 100, Percentile(int_gaps, 0.9) * 100, Percentile(int_gaps, 1) * 100,
       int_within, n, mip_better, n);
+  std::printf(
+      "with the QP split (policy qp_split = P: each destination's traffic in P equal parts by "
+      "destination QP modulo P, each part on its own spine; the LP is the same problem's "
+      "relaxation, so this is the goal's comparison):\n");
+  for (size_t k = 0; k < splits.size(); ++k) {
+    int in = 0;
+    for (double x : split_gaps[k]) in += x <= 0.02 + 1e-9;
+    std::printf(
+        "  qp_split %2u: gap to the LP min %.2f%%  p50 %.2f%%  mean %.2f%%  max %.2f%%; within "
+        "2%%: %d/%d%s; Place(kFull) p50 %.2f ms\n",
+        splits[k], Percentile(split_gaps[k], 0) * 100, Percentile(split_gaps[k], 0.5) * 100,
+        Mean(split_gaps[k]) * 100, Percentile(split_gaps[k], 1) * 100, in, n,
+        in == n ? " (goal within 2 %: met)" : "", Percentile(split_ms[k], 0.5));
+  }
   std::printf("time: Loom Place(kFull) p50 %.2f ms; GLPK simplex p50 %.1f ms\n\n",
               Percentile(loom_ms, 0.5), Percentile(lp_s, 0.5) * 1e3);
 #endif
@@ -895,6 +938,7 @@ void RunScale(const Args& args) {
       "max %.1f ms (goal <= 100 ms: %s); max utilization %.3f\n",
       full_ms.size(), full_ms[0], changed_first, Percentile(full_ms, 0.5), Percentile(full_ms, 1),
       Percentile(full_ms, 1) <= 100 ? "met" : "NOT met", placement.max_utilization());
+  const double full_max = placement.max_utilization();
   // Cold: the path engine alone on every unit, nothing current.
   auto g = loom::te::FabricGraph::Build(*index, {});
   std::vector<loom::te::Unit> units;
@@ -961,8 +1005,46 @@ void RunScale(const Args& args) {
   }
   std::printf(
       "desired states of every switch (%zu colored routes): p50 %.1f ms; their next-hop reach "
-      "(%zu entries): p50 %.1f ms\n\n",
+      "(%zu entries): p50 %.1f ms\n",
       routes, Percentile(states_ms, 0.5), reach_entries, Percentile(reach_ms, 0.5));
+  // The same jobs with every job split by destination QP in 8 parts (policy
+  // qp_split 8): 8 times as many units to place and colored routes to program.
+  const uint32_t parts = 8;
+  loom::te::Placement split(index, loom::te::PlacementParams{});
+  v1::PolicySet policy;
+  policy.mutable_default_action()->set_qp_split(parts);
+  split.SetPolicy(policy);
+  std::vector<double> split_arrival_ms, split_full_ms, split_churn_ms;
+  for (const auto& j : jobs) {
+    double t1 = CpuMs();
+    split.Upsert(j);
+    split_arrival_ms.push_back(CpuMs() - t1);
+  }
+  for (int i = 0; i < (args.quick ? 1 : 3); ++i) {
+    double t1 = CpuMs();
+    split.Recompute(loom::te::PlacementMode::kFull);
+    split_full_ms.push_back(CpuMs() - t1);
+  }
+  const double split_full_max = split.max_utilization();
+  for (int i = 0; i < (args.quick ? 20 : 100); ++i) {
+    const v1::Job& j = jobs[std::uniform_int_distribution<size_t>(0, jobs.size() - 1)(rng)];
+    split.Remove(j.job_id());
+    double t1 = CpuMs();
+    split.Upsert(j);
+    split_churn_ms.push_back(CpuMs() - t1);
+  }
+  double t1 = CpuMs();
+  auto split_states = split.DesiredStates();
+  double split_states_ms = CpuMs() - t1;
+  size_t split_routes = 0;
+  for (const auto& [id, st] : split_states) split_routes += static_cast<size_t>(st.routes_size());
+  std::printf(
+      "with qp_split %u on every job: arrivals p99 %.3f ms; full recompute p50 %.1f ms (max "
+      "utilization %.3f, one color per destination %.3f); Remove + Upsert in a full fabric p50 "
+      "%.3f ms  p99 %.3f ms  max %.3f ms; desired states (%zu colored routes) %.1f ms\n\n",
+      parts, Percentile(split_arrival_ms, 0.99), Percentile(split_full_ms, 0.5), split_full_max,
+      full_max, Percentile(split_churn_ms, 0.5), Percentile(split_churn_ms, 0.99),
+      Percentile(split_churn_ms, 1), split_routes, split_states_ms);
 }
 
 int Main(int argc, char** argv) {

@@ -287,6 +287,51 @@ TEST_F(E2eTest, BadConfigurationExitsWithClearMessage) {
   EXPECT_NE(r.output.find("--metrics-listen"), std::string::npos);
 }
 
+TEST_F(E2eTest, PolicyFileIsValidatedAndInstalledAtStartup) {
+  // Refused: an undefined color and a qp_split that is not a power of two, named.
+  std::string bad = WriteFile("bad-policy.json", R"({
+    "rules": [{"name": "split", "match": {"tenants": ["acme"]},
+               "action": {"colors": [9], "qpSplit": 3}}]})");
+  auto r = RunCommand(std::string(LOOMD_PATH) + " --topology " + kTopology + " --db " + dir_ +
+                      "/p.db --policy " + bad);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("bad-policy.json refused"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rules[0] (\"split\")"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("qp_split 3 is not a power of two"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("color 9, which is not defined"), std::string::npos) << r.output;
+  r = RunCommand(std::string(LOOMD_PATH) + " --topology " + kTopology + " --db " + dir_ +
+                 "/p.db --policy " + dir_ + "/missing.json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("missing.json"), std::string::npos) << r.output;
+  // Installed: acme's jobs split by destination QP in two parts; loomctl shows the parts.
+  std::string good = WriteFile("policy.json", R"({
+    "rules": [{"name": "acme-split", "match": {"tenants": ["acme"]},
+               "action": {"qpSplit": 2}}]})");
+  Process p;
+  ASSERT_TRUE(p.Start({LOOMD_PATH, "--topology", kTopology, "--db", dir_ + "/p.db", "--policy",
+                       good, "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                       "--ready-file", dir_ + "/r.json"},
+                      dir_ + "/p.log"));
+  ASSERT_TRUE(WaitForFile(dir_ + "/r.json", 20000)) << ReadFile(dir_ + "/p.log");
+  std::smatch m;
+  std::string ready = ReadFile(dir_ + "/r.json");
+  ASSERT_TRUE(std::regex_search(ready, m, std::regex(R"("grpc_port":(\d+))")));
+  const std::string ctl = std::string(LOOMCTL_PATH) + " --server 127.0.0.1:" + m[1].str() + " ";
+  std::string job = WriteFile("job.json", R"({"tenant": "acme", "jobId": "pair",
+      "endpoints": ["host000-gpu0", "host002-gpu0"],
+      "collective": "COLLECTIVE_PATTERN_POINT_TO_POINT", "trafficClass": 3})");
+  auto reg = RunCommand(ctl + "jobs register " + job);
+  ASSERT_EQ(reg.exit_code, 0) << reg.output;
+  auto get = RunCommand(ctl + "jobs get pair");
+  EXPECT_EQ(get.exit_code, 0) << get.output;
+  EXPECT_NE(get.output.find("policy:     acme-split"), std::string::npos) << get.output;
+  EXPECT_NE(get.output.find("host002-nic0 (qp%2=0)"), std::string::npos) << get.output;
+  EXPECT_NE(get.output.find("host002-nic0 (qp%2=1)"), std::string::npos) << get.output;
+  EXPECT_NE(get.output.find("split by destination QP modulo 2"), std::string::npos) << get.output;
+  EXPECT_NE(ReadFile(dir_ + "/p.log").find("policy file installed"), std::string::npos);
+  EXPECT_EQ(WEXITSTATUS(p.Stop(SIGINT)), 0);
+}
+
 TEST_F(E2eTest, ConfigFileIsReadAndFlagsOverrideIt) {
   std::string cfg =
       WriteFile("cfg.json", "{\"topologyPath\": \"" + kTopology + "\", \"databasePath\": \"" +
