@@ -1,6 +1,7 @@
 #include "sim-fabric/wire_config.h"
 
 #include <chrono>
+#include <tuple>
 #include <utility>
 
 namespace loom::sim {
@@ -57,8 +58,15 @@ v1::DeviceState WireConfig::Merge(const v1::DeviceState& config, const v1::Devic
   v1::DeviceState out = config;
   std::set<uint32_t> colors;
   for (const auto& c : learned.colors()) colors.insert(c.color());
-  std::set<std::pair<std::string, uint32_t>> routes;
-  for (const auto& r : learned.routes()) routes.insert({r.destination(), r.traffic_class()});
+  // Routes are keyed by (destination, class, QP mask, QP value): a BGP-learned
+  // route (never split: BGP-DPF has one color per prefix) replaces only the
+  // gNMI route of the same key, gNMI-written QP-split parts stay.
+  using RouteKey = std::tuple<std::string, uint32_t, uint32_t, uint32_t>;
+  auto key = [](const v1::ColoredRoute& r) {
+    return RouteKey{r.destination(), r.traffic_class(), r.qp_mask(), r.qp_value()};
+  };
+  std::set<RouteKey> routes;
+  for (const auto& r : learned.routes()) routes.insert(key(r));
   std::set<std::string> weights;
   for (const auto& w : learned.weights()) weights.insert(w.destination());
   out.clear_colors();
@@ -68,7 +76,7 @@ v1::DeviceState WireConfig::Merge(const v1::DeviceState& config, const v1::Devic
   for (const auto& c : learned.colors()) *out.add_colors() = c;
   out.clear_routes();
   for (const auto& r : config.routes()) {
-    if (!routes.count({r.destination(), r.traffic_class()})) *out.add_routes() = r;
+    if (!routes.count(key(r))) *out.add_routes() = r;
   }
   for (const auto& r : learned.routes()) *out.add_routes() = r;
   out.clear_weights();

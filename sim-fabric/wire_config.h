@@ -7,9 +7,12 @@
 // sessions taught it (colors, colored routes and link-bandwidth weights,
 // sim-fabric/wire_bgp.h). WireConfig keeps both, merges them (BGP-learned
 // entries win over gNMI entries with the same key: color id, (destination,
-// traffic class), destination) and applies the merged DeviceState to the
-// fabric with InProcessDriver::ApplyNow — the one DeviceState -> Fabric
-// mapping.
+// traffic class, QP mask, QP value), destination; a learned route, never
+// QP-split, leaves gNMI-written split parts in place) and applies the merged
+// DeviceState to the fabric with InProcessDriver::ApplyNow — the one
+// DeviceState -> Fabric mapping (split routes reach Fabric::SetRoute with
+// their mask and value; the route table is replaced whole, so a removed part
+// is gone).
 //
 // gNMI semantics: Set validates with the southbound codec (ApplySetRequest:
 // INVALID_ARGUMENT for bad paths/values, nothing applied), applies on the

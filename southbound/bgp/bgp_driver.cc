@@ -49,7 +49,15 @@ std::vector<OriginatedRoute> BgpDriver::Translate(const loom::v1::DeviceState& d
     local_as = p.local_as;
     if (!p.via.empty()) vias.insert(p.via);
   }
+  std::vector<std::string> split;  // Routes split by destination QP: not expressible.
   for (const loom::v1::ColoredRoute& cr : desired.routes()) {
+    // Checked first: the parts of a split destination share its prefix, so the
+    // duplicate-prefix check below would otherwise name all but one of them.
+    if (cr.qp_mask() != 0 || cr.qp_value() != 0) {
+      split.push_back(cr.destination() + " qp " + std::to_string(cr.qp_value()) + "/" +
+                      std::to_string(cr.qp_mask()));
+      continue;
+    }
     std::optional<Prefix> prefix = Prefix::Parse(cr.prefix());
     if (!prefix || cr.prefix().empty()) {
       bad.push_back(cr.destination() + " (prefix '" + cr.prefix() + "')");
@@ -68,6 +76,13 @@ std::vector<OriginatedRoute> BgpDriver::Translate(const loom::v1::DeviceState& d
     prefixes_of[cr.destination()].push_back(*prefix);
     egress_of[*prefix] = egress(cr.destination());
     *applied->add_routes() = cr;
+  }
+  if (!split.empty()) {
+    std::string msg =
+        "routes split by destination QP cannot be carried by BGP-DPF (one color per prefix); "
+        "program these devices over gNMI or remove qp_split from the policy:";
+    for (const std::string& b : split) msg += " " + b;
+    failures->push_back({"routes", InvalidArgument(msg)});
   }
   if (!bad.empty()) {
     std::string msg = "routes without a usable prefix:";

@@ -4,6 +4,11 @@
 // - ColoredRoute with a prefix -> an originated route with Color `color`,
 //   backup color `backup_color` (DPF export per session fabric color), and a
 //   large community (local AS, 1, traffic class).
+// - ColoredRoute split by destination QP (qp_mask != 0, policy qp_split):
+//   BGP-DPF carries one color per prefix, so such a route cannot be
+//   expressed. It is not originated, not listed in `applied`, and reported as
+//   a "routes" failure (INVALID_ARGUMENT naming "<destination> qp V/M");
+//   the device's other routes still go out. Program such devices over gNMI.
 // - WeightSet -> link-bandwidth communities (weight x bandwidth_per_weight
 //   bytes/s) on the route of that destination, per session `via` (the next
 //   hop the session stands for); a destination without a ColoredRoute is

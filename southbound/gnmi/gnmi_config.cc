@@ -644,6 +644,8 @@ Status CheckAscending(const R& v, const std::string& what, uint64_t max, size_t 
 
 // ---- Per-part traits ---------------------------------------------------------------
 
+inline constexpr uint32_t kMaxQp = (1u << 24) - 1;  // RoCE QPNs are 24 bits.
+
 // Each list part: schema path, keys, JSON value, validation and access.
 template <class T>
 struct Traits;
@@ -715,34 +717,64 @@ struct Traits<v1::ColoredRoute> {
     return v;
   }
   static const std::vector<std::string>& KeyNames() {
-    static const std::vector<std::string> v = {"destination", "traffic-class"};
+    static const std::vector<std::string> v = {"destination", "traffic-class", "qp-mask",
+                                               "qp-value"};
     return v;
   }
+  // qp-mask and qp-value default to 0 (the unsplit route) when a path element
+  // names some key but not them, so the pre-split path of a route still names
+  // that route in every operation; "*" addresses every split part.
+  static const std::vector<std::string>& KeyDefaults() {
+    static const std::vector<std::string> v = {"", "", "0", "0"};
+    return v;
+  }
+  // Paths of unsplit routes carry only destination and traffic-class (as
+  // before QP split existed).
+  static bool EmitKey(const v1::ColoredRoute& m, size_t k) { return k < 2 || Split(m); }
+  static bool Split(const v1::ColoredRoute& m) { return m.qp_mask() != 0 || m.qp_value() != 0; }
   static Key KeyOf(const v1::ColoredRoute& m) {
-    return {m.destination(), std::to_string(m.traffic_class())};
+    return {m.destination(), std::to_string(m.traffic_class()), std::to_string(m.qp_mask()),
+            std::to_string(m.qp_value())};
   }
   static SortKey SortOf(const v1::ColoredRoute& m) {
-    return {m.destination(), Pad(m.traffic_class())};
+    return {m.destination(), Pad(m.traffic_class()), Pad(m.qp_mask()), Pad(m.qp_value())};
   }
   static auto Tie(const v1::ColoredRoute& m) {
-    return std::make_tuple(std::string_view(m.destination()), m.traffic_class());
+    return std::make_tuple(std::string_view(m.destination()), m.traffic_class(), m.qp_mask(),
+                           m.qp_value());
   }
   static std::string Name(const v1::ColoredRoute& m) {
-    return "route \"" + m.destination() + "\" tc " + std::to_string(m.traffic_class());
+    std::string out = "route \"" + m.destination() + "\" tc " + std::to_string(m.traffic_class());
+    if (Split(m)) {
+      out += " qp " + std::to_string(m.qp_value()) + "/" + std::to_string(m.qp_mask());
+    }
+    return out;
   }
   static Status SetKey(const Key& k, v1::ColoredRoute* m) {
-    uint32_t tc = 0;
+    uint32_t tc = 0, mask = 0, value = 0;
     if (k[0].empty()) return InvalidArgument("route: empty destination key");
     if (!ParseU32(k[1], &tc)) {
       return InvalidArgument("route traffic-class \"" + k[1] + "\": expected 0..7");
     }
+    if (!ParseU32(k[2], &mask)) {
+      return InvalidArgument("route qp-mask \"" + k[2] + "\": expected an integer");
+    }
+    if (!ParseU32(k[3], &value)) {
+      return InvalidArgument("route qp-value \"" + k[3] + "\": expected an integer");
+    }
     m->set_destination(k[0]);
     m->set_traffic_class(tc);
+    m->set_qp_mask(mask);
+    m->set_qp_value(value);
     return Status::Ok();
   }
   static void Write(const v1::ColoredRoute& m, JsonWriter* w) {
     w->Str("destination", m.destination());
     w->U32("traffic-class", m.traffic_class());
+    if (Split(m)) {
+      w->U32("qp-mask", m.qp_mask());
+      w->U32("qp-value", m.qp_value());
+    }
     w->Str("prefix", m.prefix());
     w->U32("color", m.color());
     w->U32("backup-color", m.backup_color());
@@ -750,7 +782,7 @@ struct Traits<v1::ColoredRoute> {
   }
   static Status Read(JsonObject* o, v1::ColoredRoute* m) {
     std::string dst = m->destination();
-    uint32_t tc = m->traffic_class(), v = 0;
+    uint32_t tc = m->traffic_class(), mask = m->qp_mask(), value = m->qp_value(), v = 0;
     bool present = false;
     Status s = o->Str("destination", &dst);
     if (s.ok() && dst != m->destination()) s = o->Bad("destination", "differs from the path key");
@@ -758,6 +790,10 @@ struct Traits<v1::ColoredRoute> {
     if (s.ok() && tc != m->traffic_class()) {
       s = o->Bad("traffic-class", "differs from the path key");
     }
+    if (s.ok()) s = o->U32("qp-mask", &mask);
+    if (s.ok() && mask != m->qp_mask()) s = o->Bad("qp-mask", "differs from the path key");
+    if (s.ok()) s = o->U32("qp-value", &value);
+    if (s.ok() && value != m->qp_value()) s = o->Bad("qp-value", "differs from the path key");
     if (s.ok()) s = o->Str("prefix", m->mutable_prefix());
     if (s.ok()) s = o->U32("color", &v, &present);
     if (s.ok() && present) m->set_color(v);
@@ -769,6 +805,14 @@ struct Traits<v1::ColoredRoute> {
   static Status Validate(const v1::ColoredRoute& m, const CodecLimits&) {
     if (m.destination().empty()) return InvalidArgument("route: empty destination");
     if (m.traffic_class() > 7) return InvalidArgument(Name(m) + ": traffic-class above 7");
+    if (m.qp_mask() > kMaxQp) {
+      return InvalidArgument(Name(m) + ": qp-mask " + std::to_string(m.qp_mask()) +
+                             ": QP numbers are 24-bit (0..16777215)");
+    }
+    if ((m.qp_value() & ~m.qp_mask()) != 0) {
+      return InvalidArgument(Name(m) + ": qp-value " + std::to_string(m.qp_value()) +
+                             " has bits outside qp-mask " + std::to_string(m.qp_mask()));
+    }
     if (m.color() == 0) return InvalidArgument(Name(m) + ": color must be 1..4294967295");
     if (m.backup_color() == m.color()) {
       return InvalidArgument(Name(m) + ": backup-color equals color");
@@ -901,8 +945,6 @@ struct Traits<v1::AlbTable> {
     return s->mutable_alb_tables();
   }
 };
-
-inline constexpr uint32_t kMaxQp = (1u << 24) - 1;  // RoCE QPNs are 24 bits.
 
 template <>
 struct Traits<v1::SprayRule> {
@@ -1065,6 +1107,29 @@ struct Traits<v1::QueueThresholds> {
     return s->mutable_thresholds();
   }
 };
+
+// Key defaults of a list (KeyDefaults(): per key name, the value an absent key
+// takes when the path element names other keys; "" = none, the key is a
+// wildcard). Only routes have some.
+template <class T>
+const std::vector<std::string>& KeyDefaultsOf() {
+  if constexpr (requires { Traits<T>::KeyDefaults(); }) {
+    return Traits<T>::KeyDefaults();
+  } else {
+    static const std::vector<std::string> none;
+    return none;
+  }
+}
+
+// Whether key `k` of `m` appears in the entry's path (EmitKey(); default every key).
+template <class T>
+bool EmitKeyOf(const T& m, size_t k) {
+  if constexpr (requires { Traits<T>::EmitKey(m, k); }) {
+    return Traits<T>::EmitKey(m, k);
+  } else {
+    return true;
+  }
+}
 
 // ---- DLB ------------------------------------------------------------------------
 
@@ -1280,9 +1345,12 @@ struct Resolved {
 };
 
 Status ResolveList(const PathView& p, const std::vector<std::string>& elems,
-                   const std::vector<std::string>& key_names, Resolved* r) {
+                   const std::vector<std::string>& key_names,
+                   const std::vector<std::string>& key_defaults, Resolved* r) {
   auto text = [&p] { return PathText(p); };
   r->keys.assign(key_names.size(), std::nullopt);
+  std::vector<bool> named(key_names.size(), false);
+  bool any_key = false;
   int n = p.elem_size();
   for (int i = 0; i < n; ++i) {
     const auto& e = p.elem(i);
@@ -1300,7 +1368,10 @@ Status ResolveList(const PathView& p, const std::vector<std::string>& elems,
           if (it == key_names.end()) {
             return InvalidArgument("path " + text() + ": unknown key \"" + k + "\"");
           }
-          if (v != "*") r->keys[it - key_names.begin()] = v;
+          const size_t ki = static_cast<size_t>(it - key_names.begin());
+          named[ki] = true;
+          any_key = true;
+          if (v != "*") r->keys[ki] = v;
         }
       }
     } else if (ui == elems.size() && e.name() == "config" && e.key().empty()) {
@@ -1311,6 +1382,10 @@ Status ResolveList(const PathView& p, const std::vector<std::string>& elems,
     } else {
       return InvalidArgument("unknown path " + text());
     }
+  }
+  // An element naming some keys: the absent ones with a default take it.
+  for (size_t k = 0; any_key && k < key_defaults.size(); ++k) {
+    if (!named[k] && !key_defaults[k].empty()) r->keys[k] = key_defaults[k];
   }
   return Status::Ok();
 }
@@ -1328,7 +1403,7 @@ Status Resolve(const PathView& p, Resolved* r) {
   auto list = [&](auto tag) {
     using T = decltype(tag);
     r->part = Traits<T>::kPart;
-    return ResolveList(p, Traits<T>::Elems(), Traits<T>::KeyNames(), r);
+    return ResolveList(p, Traits<T>::Elems(), Traits<T>::KeyNames(), KeyDefaultsOf<T>(), r);
   };
   if (first == "colors") return list(v1::ColorGroup());
   if (first == "routes") return list(v1::ColoredRoute());
@@ -1459,7 +1534,9 @@ template <class T>
     auto* e = p.add_elem();
     e->set_name(elems[i]);
     if (i + 1 == elems.size()) {
-      for (size_t k = 0; k < names.size(); ++k) (*e->mutable_key())[names[k]] = key[k];
+      for (size_t k = 0; k < names.size(); ++k) {
+        if (EmitKeyOf(m, k)) (*e->mutable_key())[names[k]] = key[k];
+      }
     }
   }
   if (config) p.add_elem()->set_name("config");

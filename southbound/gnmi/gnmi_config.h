@@ -12,7 +12,10 @@
 // southbound/README.md has the JSON shapes and every validation rule):
 //
 //   /colors/color[id=N]/config                             ColorGroup
-//   /routes/route[destination=D][traffic-class=T]/config   ColoredRoute
+//   /routes/route[destination=D][traffic-class=T][qp-mask=M][qp-value=V]/config
+//                                                          ColoredRoute
+//                      (qp-mask/qp-value: QP split, 0/0 = all of the
+//                      destination's traffic; see below)
 //   /glb/destinations/destination[name=D]/config           WeightSet
 //   /dlb/config                                            DlbProfile
 //   /alb/groups/group[name=G]/config                       AlbTable
@@ -24,6 +27,18 @@
 // `/dlb`); delete may address any schema node from the root down to a
 // `config` container; deleting what does not exist is accepted (gNMI spec
 // 3.4.6). A list element without keys or with key "*" addresses all entries.
+//
+// QP-split routes: a route's key is (destination, traffic-class, qp-mask,
+// qp-value); routes of one destination and class that differ only in
+// qp-value are separate entries. Unsplit routes (0/0) are encoded exactly as
+// before QP split existed: their paths carry only destination and
+// traffic-class and their JSON has no qp-mask/qp-value leaves. Decoding, a
+// route element that names some key but not qp-mask (qp-value) takes 0 for
+// it, in every operation, so route[destination=D][traffic-class=T] names the
+// unsplit route (a delete of it keeps D's split parts); address every part
+// with qp-mask=* and qp-value=* (an element with no key at all still
+// addresses every route). qp-mask is 24-bit; qp-value must have no bit
+// outside qp-mask.
 //
 // Canonical form: list entries sorted by key, identical duplicates merged,
 // color next hops sorted, a DLB profile with mode UNSPECIFIED

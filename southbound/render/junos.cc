@@ -11,6 +11,9 @@
 //   neighbor's router id stands in for it;
 // - ALB tables, spray rules and ECN/PFC thresholds have no Junos statement
 //   Loom can target generically; they are rendered as comments.
+// - Routes split by destination QP (qp_mask != 0) cannot be BGP-DPF
+//   advertisements (one color per prefix): each part is a comment
+//   "# fabric-advertise route P dest-qp V/M color X ..." (programmed over gNMI).
 #include <map>
 #include <set>
 #include <sstream>
@@ -87,10 +90,21 @@ std::string RenderJunos(const loom::v1::DeviceState& in, const loom::v1::Topolog
     }
   }
   for (const auto& r : s.routes()) {
+    const bool split = r.qp_mask() != 0;
     std::string what = r.destination() + " tc " + std::to_string(r.traffic_class()) +
+                       (split ? " qp " + DestQp(r) : "") +
                        (r.job_id().empty() ? "" : " job " + r.job_id());
     if (r.prefix().empty()) {
       o << "# route to " << what << " has no prefix: not advertised\n";
+      continue;
+    }
+    if (split) {
+      o << "# fabric-advertise route " << r.prefix() << " dest-qp " << DestQp(r) << " color "
+        << r.color();
+      if (r.backup_color()) o << " backup-color " << r.backup_color();
+      o << "  # " << what
+        << ": split by destination QP, not expressible in BGP-DPF (one color per prefix); "
+           "programmed over gNMI\n";
       continue;
     }
     o << "set protocols bgp fabric-advertise route " << r.prefix() << " color " << r.color();

@@ -9,7 +9,9 @@
 // network-qos `pause pfc-cos ... pause-threshold/resume-threshold` lines;
 // neighbor addresses are router ids (the topology has no link addresses).
 // NX-OS has no BGP-DPF: backup colors become comments. ALB tables and spray
-// rules are comments (programmed over gNMI).
+// rules are comments (programmed over gNMI), and so are routes split by
+// destination QP ("! network P dest-qp V/M route-map loom-color-X ...": one
+// color per prefix in BGP).
 #include <map>
 #include <set>
 #include <sstream>
@@ -104,6 +106,15 @@ std::string RenderNxos(const loom::v1::DeviceState& in, const loom::v1::Topology
     for (const auto& r : s.routes()) {
       if (r.prefix().empty()) {
         o << "    ! route to " << r.destination() << " has no prefix: not advertised\n";
+        continue;
+      }
+      if (r.qp_mask() != 0) {
+        o << "    ! network " << r.prefix() << " dest-qp " << DestQp(r) << " route-map loom-color-"
+          << r.color();
+        if (r.backup_color()) o << " backup color " << r.backup_color();
+        o << ": " << r.destination() << " tc " << r.traffic_class()
+          << " split by destination QP, no BGP equivalent (one color per prefix); programmed "
+             "over gNMI\n";
         continue;
       }
       o << "    network " << r.prefix() << " route-map loom-color-" << r.color() << "\n";

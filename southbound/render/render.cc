@@ -134,6 +134,10 @@ std::string QpRange(const loom::v1::SprayRule& r) {
   return std::to_string(r.qp_first()) + "-" + std::to_string(r.qp_last());
 }
 
+std::string DestQp(const loom::v1::ColoredRoute& r) {
+  return std::to_string(r.qp_value()) + "/" + std::to_string(r.qp_mask());
+}
+
 std::vector<std::string> PrefixesOf(const loom::v1::DeviceState& s,
                                     const loom::v1::Topology& topology,
                                     const std::string& destination) {

@@ -45,6 +45,8 @@ std::vector<std::pair<std::string, uint32_t>> SortedWeights(const loom::v1::Weig
 std::string BucketShares(const loom::v1::AlbTable& a);
 // "all" or "100-200".
 std::string QpRange(const loom::v1::SprayRule& r);
+// A QP-split route's part: "<qp_value>/<qp_mask>" ("1/3").
+std::string DestQp(const loom::v1::ColoredRoute& r);
 // Prefixes of `destination`: of routes to it, or to NICs attached to it
 // (when it is a leaf). Sorted, unique.
 std::vector<std::string> PrefixesOf(const loom::v1::DeviceState& s,

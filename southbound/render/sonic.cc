@@ -13,7 +13,9 @@
 //   {profile} (UNVERIFIED: pool name, profile reference form).
 // - LOOM_* tables for what SONiC has no table for (colors, colored routes,
 //   GLB weights, ALB tables, spray rules, quality thresholds); a Loom agent
-//   or the gNMI path programs them.
+//   or the gNMI path programs them. LOOM_COLORED_ROUTE is keyed
+//   "<destination>|<class>", and "<destination>|<class>|<qp value>/<qp mask>"
+//   for a route split by destination QP (fields qp_mask, qp_value too).
 // assigned-flow maps to assign_mode "fixed" (SAI_ARS_MODE_FIXED; UNVERIFIED
 // in CONFIG_DB). DLB static renders no ARS tables.
 #include <map>
@@ -130,7 +132,13 @@ std::string RenderSonic(const loom::v1::DeviceState& in, const loom::v1::Topolog
     if (r.backup_color()) f["backup_color"] = std::to_string(r.backup_color());
     if (!r.prefix().empty()) f["prefix"] = r.prefix();
     if (!r.job_id().empty()) f["job_id"] = r.job_id();
-    db["LOOM_COLORED_ROUTE"][r.destination() + "|" + std::to_string(r.traffic_class())] = f;
+    std::string key = r.destination() + "|" + std::to_string(r.traffic_class());
+    if (r.qp_mask() != 0) {
+      key += "|" + DestQp(r);
+      f["qp_mask"] = std::to_string(r.qp_mask());
+      f["qp_value"] = std::to_string(r.qp_value());
+    }
+    db["LOOM_COLORED_ROUTE"][key] = f;
   }
   for (const auto& w : s.weights()) {
     std::vector<std::string> hops, weights;

@@ -4,6 +4,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
+#include <string_view>
 #include <tuple>
 
 namespace loom::southbound {
@@ -36,10 +37,13 @@ void Canonicalize(v1::DeviceState* s) {
     std::sort(c.mutable_next_hops()->begin(), c.mutable_next_hops()->end());
   SortField(s->mutable_colors(),
             [](const auto& a, const auto& b) { return a.color() < b.color(); });
-  SortField(s->mutable_routes(), [](const auto& a, const auto& b) {
-    return std::make_tuple(a.destination(), a.traffic_class(), a.job_id()) <
-           std::make_tuple(b.destination(), b.traffic_class(), b.job_id());
-  });
+  // QP-split routes of one destination and class differ only in qp_mask/qp_value.
+  auto route_key = [](const v1::ColoredRoute& r) {
+    return std::make_tuple(std::string_view(r.destination()), r.traffic_class(), r.qp_mask(),
+                           r.qp_value(), std::string_view(r.job_id()));
+  };
+  SortField(s->mutable_routes(),
+            [&route_key](const auto& a, const auto& b) { return route_key(a) < route_key(b); });
   SortField(s->mutable_weights(),
             [](const auto& a, const auto& b) { return a.destination() < b.destination(); });
   SortField(s->mutable_alb_tables(),

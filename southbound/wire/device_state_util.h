@@ -10,7 +10,8 @@
 namespace loom::southbound {
 
 // Sorts every repeated field into a canonical order (colors by id, routes by
-// destination and class, ...), so equal states compare and serialize equal.
+// destination, class, QP mask and QP value, ...), so equal states compare and
+// serialize equal.
 void Canonicalize(loom::v1::DeviceState* s);
 
 // True when `a` and `b` program the same thing (generation ignored).

@@ -639,6 +639,54 @@ TEST(BgpDriverTest, TranslateListsTheDevicesBeyondAndDropsRoutesNoViaReaches) {
   EXPECT_TRUE(routes[0].nnhn_by_via.empty());
 }
 
+// BGP-DPF has one color per prefix: routes split by destination QP cannot
+// be carried. They are reported (not as duplicate prefixes), not originated
+// and not applied; the device's other routes still go out.
+TEST(BgpDriverTest, TranslateRejectsRoutesSplitByDestinationQp) {
+  TranslateOnly t;
+  loom::v1::DeviceState d;
+  d.set_device("leaf0");
+  AddRoute(&d, "nic1", "198.18.1.1/32", 10)->set_traffic_class(3);
+  for (uint32_t v : {0u, 1u}) {
+    auto* r = AddRoute(&d, "nic2", "198.18.2.1/32", 10 + v);
+    r->set_traffic_class(3);
+    r->set_qp_mask(1);
+    r->set_qp_value(v);
+  }
+  AddRoute(&d, "nic3", "198.18.3.1/32", 11);
+  std::vector<ApplyFailure> failures;
+  loom::v1::DeviceState applied;
+  auto routes = t.driver.Translate(d, &failures, &applied);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].part, "routes");
+  EXPECT_EQ(failures[0].status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(failures[0].status.message(),
+            "routes split by destination QP cannot be carried by BGP-DPF (one color per prefix); "
+            "program these devices over gNMI or remove qp_split from the policy: nic2 qp 0/1 "
+            "nic2 qp 1/1");
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_EQ(routes[0].prefix, P("198.18.1.1/32"));
+  EXPECT_EQ(routes[0].color, 10u);
+  EXPECT_EQ(routes[1].prefix, P("198.18.3.1/32"));
+  EXPECT_EQ(routes[1].color, 11u);
+  ASSERT_EQ(applied.routes_size(), 2);
+  EXPECT_EQ(applied.routes(0).destination(), "nic1");
+  EXPECT_EQ(applied.routes(1).destination(), "nic3");
+  // A split destination that also has an unsplit route (0/0): that one goes
+  // out, the parts are still reported.
+  AddRoute(&d, "nic2", "198.18.2.1/32", 12)->set_traffic_class(3);
+  failures.clear();
+  applied.Clear();
+  routes = t.driver.Translate(d, &failures, &applied);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_NE(failures[0].status.message().find("nic2 qp 0/1 nic2 qp 1/1"), std::string::npos);
+  EXPECT_EQ(failures[0].status.message().find("duplicate"), std::string::npos);
+  ASSERT_EQ(routes.size(), 3u);
+  EXPECT_EQ(routes[1].prefix, P("198.18.2.1/32"));
+  EXPECT_EQ(routes[1].color, 12u);
+  EXPECT_EQ(applied.routes_size(), 3);
+}
+
 TEST(BgpDriverTest, NnhnCrossesTheWireAndFollowsTheReach) {
   Pair t(/*fabric_color=*/0);
   BgpDriverConfig cfg;

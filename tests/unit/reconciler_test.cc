@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "southbound/wire/device_state_util.h"
 
 namespace loom::controller {
@@ -157,6 +159,32 @@ TEST(DeviceStateUtilTest, CanonicalOrderAndDifferingParts) {
   EXPECT_TRUE(loom::southbound::SameContent(a, b));
   b.mutable_dlb()->set_mode(v1::DLB_MODE_FLOWLET);
   EXPECT_EQ(loom::southbound::DifferingParts(a, b), std::vector<std::string>{"dlb"});
+}
+
+// QP-split routes of one destination, class and job differ only in
+// qp_mask/qp_value: their order must not make equal states differ.
+TEST(DeviceStateUtilTest, QpSplitRoutesCompareWhateverTheOrder) {
+  v1::DeviceState a;
+  a.set_device("leaf0");
+  for (uint32_t v : {0u, 1u, 2u, 3u}) {
+    auto* r = a.add_routes();
+    r->set_destination("host001-nic0");
+    r->set_traffic_class(3);
+    r->set_job_id("job");
+    r->set_qp_mask(3);
+    r->set_qp_value(v);
+    r->set_color(65536 + (v % 2));
+  }
+  v1::DeviceState b = a;
+  std::reverse(b.mutable_routes()->begin(), b.mutable_routes()->end());
+  EXPECT_TRUE(loom::southbound::SameContent(a, b));
+  EXPECT_EQ(loom::southbound::ContentKey(a), loom::southbound::ContentKey(b));
+  EXPECT_TRUE(loom::southbound::DifferingParts(a, b).empty());
+  loom::southbound::Canonicalize(&b);
+  for (int i = 0; i < b.routes_size(); ++i) EXPECT_EQ(b.routes(i).qp_value(), uint32_t(i));
+  // One part recolored: routes differ.
+  b.mutable_routes(2)->set_color(65537);
+  EXPECT_EQ(loom::southbound::DifferingParts(a, b), std::vector<std::string>{"routes"});
 }
 
 }  // namespace

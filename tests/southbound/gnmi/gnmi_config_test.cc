@@ -256,6 +256,165 @@ TEST(GnmiConfig, CanonicalMergesDuplicatesAndValidationFlagsConflicts) {
   EXPECT_NE(st.message().find("listed twice"), std::string::npos) << st.message();
 }
 
+// QP split: one destination and class, an unsplit route (0/0) and two parts
+// (mask 1, values 0 and 1) with their own colors.
+v1::DeviceState SplitState() {
+  v1::DeviceState s;
+  s.set_device("leaf-0");
+  auto add = [&](uint32_t mask, uint32_t value, uint32_t color, uint32_t backup) {
+    auto* r = s.add_routes();
+    r->set_destination("nic-9");
+    r->set_prefix("198.18.1.9/32");
+    r->set_traffic_class(3);
+    r->set_job_id("job-a");
+    r->set_qp_mask(mask);
+    r->set_qp_value(value);
+    r->set_color(color);
+    r->set_backup_color(backup);
+  };
+  // Out of key order on purpose.
+  add(1, 1, 102, 101);
+  add(0, 0, 103, 0);
+  add(1, 0, 101, 102);
+  return s;
+}
+
+TEST(GnmiConfig, QpSplitRoutesAreSeparateEntriesAndRoundTrip) {
+  const v1::DeviceState want = SplitState();
+  ASSERT_TRUE(ValidateState(want).ok()) << ValidateState(want).message();
+  const v1::DeviceState canon = Canonical(want);
+  ASSERT_EQ(canon.routes_size(), 3);  // Nothing merged.
+  EXPECT_EQ(canon.routes(0).qp_mask(), 0u);
+  EXPECT_EQ(canon.routes(1).qp_value(), 0u);
+  EXPECT_EQ(canon.routes(1).color(), 101u);
+  EXPECT_EQ(canon.routes(2).qp_value(), 1u);
+  EXPECT_EQ(canon.routes(2).color(), 102u);
+
+  // Set: the unsplit route keeps its pre-split path and JSON; the parts carry
+  // qp-mask and qp-value as keys and leaves.
+  ::gnmi::SetRequest req = EncodeSetRequest(nullptr, want, Mask(Part::kRoutes), "leaf-0");
+  ASSERT_EQ(req.replace_size(), 3);
+  EXPECT_EQ(telemetry::FormatPath(req.replace(0).path()),
+            "/routes/route[destination=nic-9][traffic-class=3]/config");
+  EXPECT_EQ(req.replace(0).val().json_ietf_val(),
+            R"({"destination":"nic-9","traffic-class":3,"prefix":"198.18.1.9/32","color":103,)"
+            R"("backup-color":0,"job-id":"job-a"})");
+  EXPECT_EQ(telemetry::FormatPath(req.replace(1).path()),
+            "/routes/route[destination=nic-9][qp-mask=1][qp-value=0][traffic-class=3]/config");
+  EXPECT_EQ(telemetry::FormatPath(req.replace(2).path()),
+            "/routes/route[destination=nic-9][qp-mask=1][qp-value=1][traffic-class=3]/config");
+  EXPECT_EQ(req.replace(2).val().json_ietf_val(),
+            R"({"destination":"nic-9","traffic-class":3,"qp-mask":1,"qp-value":1,)"
+            R"("prefix":"198.18.1.9/32","color":102,"backup-color":101,"job-id":"job-a"})");
+  v1::DeviceState dev;
+  dev.set_device("leaf-0");
+  Status st = ApplySetRequest(req, &dev);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(Same(dev, canon)) << dev.DebugString();
+
+  // Get answers every part; the driver decodes the same state.
+  ::gnmi::GetResponse resp;
+  ASSERT_TRUE(EncodeGetResponse(MakeGetRequest(kAllParts, "leaf-0"), dev, 1, &resp).ok());
+  v1::DeviceState back;
+  back.set_device("leaf-0");
+  st = DecodeGetResponse(resp, &back);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(Same(back, canon)) << back.DebugString();
+  EXPECT_EQ(DiffParts(back, want), 0u);
+
+  // A recolor of one part replaces only that part.
+  v1::DeviceState recolor = want;
+  recolor.mutable_routes(0)->set_color(104);  // Part 1/1.
+  req = EncodeSetRequest(&dev, recolor, Mask(Part::kRoutes), "leaf-0");
+  EXPECT_EQ(req.delete__size(), 0);
+  ASSERT_EQ(req.replace_size(), 1);
+  EXPECT_EQ(telemetry::FormatPath(req.replace(0).path()),
+            "/routes/route[destination=nic-9][qp-mask=1][qp-value=1][traffic-class=3]/config");
+  ASSERT_TRUE(ApplySetRequest(req, &dev).ok());
+  EXPECT_EQ(DiffParts(dev, recolor), 0u);
+
+  // Dropping a part deletes exactly it.
+  v1::DeviceState fewer = recolor;
+  fewer.mutable_routes()->DeleteSubrange(2, 1);  // Part 1/0.
+  req = EncodeSetRequest(&dev, fewer, Mask(Part::kRoutes), "leaf-0");
+  EXPECT_EQ(req.replace_size(), 0);
+  ASSERT_EQ(req.delete__size(), 1);
+  EXPECT_EQ(telemetry::FormatPath(req.delete_(0)),
+            "/routes/route[destination=nic-9][qp-mask=1][qp-value=0][traffic-class=3]");
+  ASSERT_TRUE(ApplySetRequest(req, &dev).ok());
+  ASSERT_EQ(dev.routes_size(), 2);
+  EXPECT_EQ(dev.routes(0).qp_mask(), 0u);
+  EXPECT_EQ(dev.routes(1).qp_value(), 1u);
+  EXPECT_EQ(dev.routes(1).color(), 104u);
+}
+
+TEST(GnmiConfig, RoutePathWithoutQpKeysNamesTheUnsplitRoute) {
+  v1::DeviceState s = Canonical(SplitState());
+  // Get: the pre-split path answers only the unsplit route; qp keys "*" every part.
+  ::gnmi::GetRequest get;
+  get.set_encoding(::gnmi::JSON_IETF);
+  *get.add_path() = P("loom:/routes/route[destination=nic-9][traffic-class=3]");
+  ::gnmi::GetResponse resp;
+  ASSERT_TRUE(EncodeGetResponse(get, s, 0, &resp).ok());
+  ASSERT_EQ(resp.notification(0).update_size(), 1);
+  EXPECT_NE(resp.notification(0).update(0).val().json_ietf_val().find(R"("color":103)"),
+            std::string::npos);
+  *get.mutable_path(0) =
+      P("loom:/routes/route[destination=nic-9][traffic-class=3][qp-mask=*][qp-value=*]");
+  ASSERT_TRUE(EncodeGetResponse(get, s, 0, &resp).ok());
+  EXPECT_EQ(resp.notification(0).update_size(), 3);
+  *get.mutable_path(0) =
+      P("loom:/routes/route[destination=nic-9][traffic-class=3][qp-mask=1][qp-value=1]");
+  ASSERT_TRUE(EncodeGetResponse(get, s, 0, &resp).ok());
+  EXPECT_EQ(resp.notification(0).update_size(), 1);
+  *get.mutable_path(0) =
+      P("loom:/routes/route[destination=nic-9][traffic-class=3][qp-mask=3][qp-value=1]");
+  EXPECT_EQ(EncodeGetResponse(get, s, 0, &resp).code(), StatusCode::kNotFound);
+
+  // Delete of the pre-split path removes only the unsplit route.
+  ::gnmi::SetRequest del;
+  *del.add_delete_() = P("loom:/routes/route[destination=nic-9][traffic-class=3]");
+  ASSERT_TRUE(ApplySetRequest(del, &s).ok());
+  ASSERT_EQ(s.routes_size(), 2);
+  EXPECT_EQ(s.routes(0).qp_mask(), 1u);
+  EXPECT_EQ(s.routes(1).qp_mask(), 1u);
+  // Replace of the pre-split path writes the unsplit route (a pre-split client).
+  ASSERT_TRUE(
+      ApplySetRequest(ReplaceReq("loom:/routes/route[destination=nic-9][traffic-class=3]/config",
+                                 R"({"color":7})"),
+                      &s)
+          .ok());
+  ASSERT_EQ(s.routes_size(), 3);
+  EXPECT_EQ(s.routes(0).qp_mask(), 0u);
+  EXPECT_EQ(s.routes(0).color(), 7u);
+  // Wildcards: every part of the destination.
+  *del.mutable_delete_(0) =
+      P("loom:/routes/route[destination=nic-9][traffic-class=*][qp-mask=*][qp-value=*]");
+  ASSERT_TRUE(ApplySetRequest(del, &s).ok());
+  EXPECT_EQ(s.routes_size(), 0);
+  // An element without keys still addresses every route.
+  s = Canonical(SplitState());
+  *del.mutable_delete_(0) = P("loom:/routes/route");
+  ASSERT_TRUE(ApplySetRequest(del, &s).ok());
+  EXPECT_EQ(s.routes_size(), 0);
+}
+
+TEST(GnmiConfig, QpValueOutsideMaskIsRejectedNamingTheRoute) {
+  v1::DeviceState s = SplitState();
+  s.mutable_routes(0)->set_qp_value(2);  // Mask 1.
+  Status st = ValidatePart(s, Part::kRoutes);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "route \"nic-9\" tc 3 qp 2/1: qp-value 2 has bits outside qp-mask 1");
+  EXPECT_EQ(ValidateState(s).code(), StatusCode::kInvalidArgument);
+  // Same key (destination, class, mask, value), different content: a conflict.
+  v1::DeviceState dup = SplitState();
+  *dup.add_routes() = dup.routes(0);
+  dup.mutable_routes(3)->set_color(105);
+  st = ValidatePart(dup, Part::kRoutes);
+  EXPECT_NE(st.message().find("route \"nic-9\" tc 3 qp 1/1: listed twice"), std::string::npos)
+      << st.message();
+}
+
 // Every validation rule, as a Set the target must reject with
 // INVALID_ARGUMENT (and leave the state unchanged).
 struct BadSet {
@@ -378,6 +537,19 @@ INSTANTIATE_TEST_SUITE_P(
                R"({"color":4,"prefix":"10.0.0.300/32"})", "not an IP prefix"},
         BadSet{"RoutePrefixLength", "loom:/routes/route[destination=n][traffic-class=1]/config",
                R"({"color":4,"prefix":"10.0.0.1/33"})", "not an IP prefix"},
+        BadSet{"RouteQpValueOutsideMask",
+               "loom:/routes/route[destination=n][traffic-class=1][qp-mask=3][qp-value=4]/config",
+               R"({"color":4})", "route \"n\" tc 1 qp 4/3: qp-value 4 has bits outside qp-mask 3"},
+        BadSet{"RouteQpMask24Bit",
+               "loom:/routes/route[destination=n][traffic-class=1][qp-mask=16777216]"
+               "[qp-value=0]/config",
+               R"({"color":4})", "24-bit"},
+        BadSet{"RouteQpKeyNotNumber",
+               "loom:/routes/route[destination=n][traffic-class=1][qp-mask=odd][qp-value=1]/config",
+               R"({"color":4})", "qp-mask \"odd\""},
+        BadSet{"RouteQpLeafDiffersFromKey",
+               "loom:/routes/route[destination=n][traffic-class=1]/config",
+               R"({"color":4,"qp-mask":1,"qp-value":1})", "qp-mask: differs from the path key"},
         BadSet{"SprayClass", "loom:/spray/rules/rule[traffic-class=8][qp-first=0]/config", "{}",
                "traffic-class above 7"},
         BadSet{"SprayRange", "loom:/spray/rules/rule[traffic-class=3][qp-first=10]/config",

@@ -299,6 +299,69 @@ TEST_F(GnmiDriverTest, ColorsAndRoutesCarriedWhenConfigured) {
   EXPECT_EQ(target_.state("leaf-0").routes_size(), 1);
 }
 
+// Routes split by destination QP: the parts of one destination are applied,
+// confirmed and later changed one by one.
+TEST_F(GnmiDriverTest, QpSplitRoutesAppliedConfirmedAndChangedPerPart) {
+  GnmiDriverConfig c = Config(target_.address());
+  c.parts = kAllParts;
+  GnmiDriver driver(c);
+  ASSERT_TRUE(driver.Start().ok());
+  v1::DeviceState want = Desired(1);
+  want.add_colors()->set_color(8);
+  want.mutable_colors(1)->add_next_hops("spine-1");
+  for (uint32_t v : {0u, 1u}) {
+    auto* r = want.add_routes();
+    r->set_destination("nic-1");
+    r->set_traffic_class(3);
+    r->set_qp_mask(1);
+    r->set_qp_value(v);
+    r->set_color(v ? 8 : 7);
+    r->set_backup_color(v ? 7 : 8);
+  }
+  ApplyResult r = ApplySync(driver, want);
+  EXPECT_TRUE(r.ok()) << Failures(r);
+  EXPECT_EQ(r.applied.generation(), 1u);
+  ASSERT_EQ(r.applied.routes_size(), 3);
+  v1::DeviceState dev = target_.state("leaf-0");
+  ASSERT_EQ(dev.routes_size(), 3);
+  EXPECT_EQ(dev.routes(0).destination(), "nic-1");  // The unsplit class-0 route.
+  EXPECT_EQ(dev.routes(0).qp_mask(), 0u);
+  EXPECT_EQ(dev.routes(1).qp_value(), 0u);
+  EXPECT_EQ(dev.routes(1).color(), 7u);
+  EXPECT_EQ(dev.routes(2).qp_value(), 1u);
+  EXPECT_EQ(dev.routes(2).color(), 8u);
+  EXPECT_EQ(DiffParts(dev, want), 0u);
+  // The same again: nothing to send.
+  const int sets = target_.sets("leaf-0");
+  r = ApplySync(driver, want);
+  EXPECT_TRUE(r.ok()) << Failures(r);
+  EXPECT_EQ(target_.sets("leaf-0"), sets);
+  // Both parts to color 8: one Set replacing only part 0.
+  v1::DeviceState moved = want;
+  moved.set_generation(2);
+  moved.mutable_routes(1)->set_color(8);
+  moved.mutable_routes(1)->set_backup_color(7);
+  r = ApplySync(driver, moved);
+  EXPECT_TRUE(r.ok()) << Failures(r);
+  EXPECT_EQ(target_.sets("leaf-0"), sets + 1);
+  const ::gnmi::SetRequest last = target_.last_set("leaf-0");
+  EXPECT_EQ(last.delete__size(), 0);
+  ASSERT_EQ(last.replace_size(), 1);
+  EXPECT_EQ(last.replace(0).path().elem(1).key().at("qp-value"), "0");
+  EXPECT_EQ(DiffParts(target_.state("leaf-0"), moved), 0u);
+  // A part whose value lies outside its mask is refused locally.
+  v1::DeviceState bad = moved;
+  bad.set_generation(3);
+  bad.mutable_routes(2)->set_qp_value(3);
+  r = ApplySync(driver, bad);
+  const ApplyFailure* f = FindFailure(r, "routes");
+  ASSERT_NE(f, nullptr) << Failures(r);
+  EXPECT_EQ(f->status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(f->status.message().find("qp-value 3 has bits outside qp-mask 1"), std::string::npos)
+      << f->status.message();
+  EXPECT_EQ(DiffParts(target_.state("leaf-0"), moved), 0u);
+}
+
 TEST_F(GnmiDriverTest, UnownedPartsReportedWhenAsked) {
   GnmiDriverConfig c = Config(target_.address());
   c.report_unowned_parts = true;

@@ -211,6 +211,82 @@ TEST(Render, NxosUsesTheDocumentedStatements) {
             std::string::npos);
 }
 
+// LeafColors plus nic-1's class 5 split by destination QP (mask 1).
+v1::DeviceState LeafSplit() {
+  v1::DeviceState s = LeafColors();
+  for (uint32_t v : {1u, 0u}) {
+    auto* r = s.add_routes();
+    r->set_destination("nic-1");
+    r->set_prefix("198.18.1.1/32");
+    r->set_traffic_class(5);
+    r->set_job_id("job-b");
+    r->set_qp_mask(1);
+    r->set_qp_value(v);
+    r->set_color(v ? 102 : 101);
+    r->set_backup_color(v ? 101 : 102);
+  }
+  return s;
+}
+
+TEST(Render, QpSplitRoutesRenderDistinctly) {
+  const std::string j = Render(LeafSplit(), Topo(), Vendor::kJunos);
+  // The unsplit route as before; each part a comment with its dest-qp match.
+  EXPECT_NE(j.find("set protocols bgp fabric-advertise route 198.18.1.1/32 color 101 "
+                   "backup-color 102  # nic-1 tc 3 job job-a\n"),
+            std::string::npos)
+      << j;
+  EXPECT_NE(j.find("# fabric-advertise route 198.18.1.1/32 dest-qp 0/1 color 101 backup-color "
+                   "102  # nic-1 tc 5 qp 0/1 job job-b: split by destination QP, not expressible "
+                   "in BGP-DPF (one color per prefix); programmed over gNMI\n"),
+            std::string::npos)
+      << j;
+  EXPECT_NE(j.find("# fabric-advertise route 198.18.1.1/32 dest-qp 1/1 color 102 backup-color 101"),
+            std::string::npos)
+      << j;
+  EXPECT_LT(j.find("dest-qp 0/1"), j.find("dest-qp 1/1"));
+  EXPECT_EQ(j.find("set protocols bgp fabric-advertise route 198.18.1.1/32 color 102"),
+            std::string::npos);
+  // Unsplit output unchanged.
+  EXPECT_EQ(Render(LeafColors(), Topo(), Vendor::kJunos).find("dest-qp"), std::string::npos);
+
+  const std::string n = Render(LeafSplit(), Topo(), Vendor::kNxos);
+  EXPECT_NE(n.find("    network 198.18.1.1/32 route-map loom-color-101\n"), std::string::npos) << n;
+  EXPECT_NE(n.find("    ! network 198.18.1.1/32 dest-qp 1/1 route-map loom-color-102 backup color "
+                   "101: nic-1 tc 5 split by destination QP, no BGP equivalent (one color per "
+                   "prefix); programmed over gNMI\n"),
+            std::string::npos)
+      << n;
+  EXPECT_NE(n.find("    ! network 198.18.1.1/32 dest-qp 0/1 route-map loom-color-101"),
+            std::string::npos);
+  EXPECT_EQ(n.find("    network 198.18.1.1/32 route-map loom-color-102\n"), std::string::npos);
+
+  const std::string j2 = Render(LeafSplit(), Topo(), Vendor::kSonic);
+  google::protobuf::Struct db;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(j2, &db).ok()) << j2;
+  const auto& routes = db.fields().at("LOOM_COLORED_ROUTE").struct_value().fields();
+  ASSERT_EQ(routes.size(), 3u) << j2;
+  auto field = [&](const std::string& key, const std::string& f) {
+    const auto& row = routes.at(key).struct_value().fields();
+    auto it = row.find(f);
+    return it == row.end() ? std::string("<none>") : it->second.string_value();
+  };
+  EXPECT_EQ(field("nic-1|3", "color"), "101");
+  EXPECT_EQ(field("nic-1|3", "qp_mask"), "<none>");
+  EXPECT_EQ(field("nic-1|5|0/1", "color"), "101");
+  EXPECT_EQ(field("nic-1|5|0/1", "qp_value"), "0");
+  EXPECT_EQ(field("nic-1|5|1/1", "color"), "102");
+  EXPECT_EQ(field("nic-1|5|1/1", "backup_color"), "101");
+  EXPECT_EQ(field("nic-1|5|1/1", "qp_mask"), "1");
+  EXPECT_EQ(field("nic-1|5|1/1", "qp_value"), "1");
+
+  // Deterministic whatever the order of the parts.
+  v1::DeviceState shuffled = LeafSplit();
+  std::reverse(shuffled.mutable_routes()->begin(), shuffled.mutable_routes()->end());
+  for (Vendor v : {Vendor::kJunos, Vendor::kNxos, Vendor::kSonic}) {
+    EXPECT_EQ(Render(LeafSplit(), Topo(), v), Render(shuffled, Topo(), v)) << VendorName(v);
+  }
+}
+
 TEST(Render, OutputIsDeterministicWhateverTheInputOrder) {
   v1::DeviceState s = LeafColors();
   auto* extra = s.add_weights();

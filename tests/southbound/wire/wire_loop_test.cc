@@ -48,7 +48,9 @@ class WireLoopTest : public ::testing::Test {
   "switchModes": [{"device": "*", "mode": "static", "hashDestQp": true}],
   "jobs": [{"id": "train", "tenant": "blue", "collective": "incast",
             "ranks": ["host002-gpu0", "host000-gpu0"], "messageBytes": 1e13,
-            "qpsPerConnection": 1, "iterations": 1000, "priority": 3, "maxRate": "100G"}],
+            "qpsPerConnection": )" + std::to_string(QpsPerConnection()) +
+                                                  R"(, "iterations": 1000,
+            "priority": 3, "maxRate": "100G"}],
   "faults": [)" + Faults() + R"(]
 })";
     std::string error;
@@ -64,6 +66,7 @@ class WireLoopTest : public ::testing::Test {
         << "BGP sessions up: " << loom_->Established();
   }
   virtual std::string Faults() const { return ""; }
+  virtual int QpsPerConnection() const { return 1; }
   void TearDown() override {
     loom_.reset();
     fabric_.Stop();
@@ -124,6 +127,26 @@ class WireLoopTest : public ::testing::Test {
     ASSERT_EQ(op.routes_size(), 1);
     EXPECT_EQ(op.routes(0).traffic_class(), 3u);
     EXPECT_EQ(op.routes(0).prefix(), loom_->plan().PrefixOf(kDest));
+  }
+
+  // Bytes leaf0 sends on Ethernet0 and Ethernet1 over a window of at least
+  // 100 MB in all, after 20 MB to settle.
+  std::pair<int64_t, int64_t> Uplinks() {
+    constexpr int64_t kSettle = 20'000'000, kWindow = 100'000'000;
+    auto total = [&] {
+      return client_->OutOctets("leaf0", "Ethernet0") + client_->OutOctets("leaf0", "Ethernet1");
+    };
+    const int64_t t0 = total();
+    EXPECT_TRUE(WaitFor([&] { return total() - t0 > kSettle; })) << "no traffic on leaf0";
+    const int64_t a0 = client_->OutOctets("leaf0", "Ethernet0");
+    const int64_t a1 = client_->OutOctets("leaf0", "Ethernet1");
+    EXPECT_TRUE(WaitFor([&] {
+      return client_->OutOctets("leaf0", "Ethernet0") - a0 +
+                 client_->OutOctets("leaf0", "Ethernet1") - a1 >
+             kWindow;
+    }));
+    return {client_->OutOctets("leaf0", "Ethernet0") - a0,
+            client_->OutOctets("leaf0", "Ethernet1") - a1};
   }
 
   // Waits until the job moved `settle` bytes on `on`, then measures a window
@@ -229,6 +252,95 @@ TEST_F(WireLoopTest, InvalidSetIsRejectedAndNothingApplied) {
   ASSERT_EQ(cfg.alb_tables_size(), 1);
   EXPECT_EQ(cfg.alb_tables(0).buckets_size(), 8);
   ExpectTrafficOnly("Ethernet0", "Ethernet1");
+}
+
+// Two QPs per connection (consecutive destination QP numbers, one of each
+// parity) and leaf0's route to host002 split by destination QP (mask 1):
+// BGP-DPF cannot carry it, gNMI Set can, and the emulator forwards each part
+// on its own spine; a recolored part moves its QP; back to one unsplit
+// route, the parts are deleted.
+class WireLoopQpSplitTest : public WireLoopTest {
+ protected:
+  int QpsPerConnection() const override { return 2; }
+};
+
+TEST_F(WireLoopQpSplitTest, SplitRoutesOverGnmiSpreadTheJobOverBothSpines) {
+  v1::DeviceState split = Leaf0(kSpine0Color, kSpine1Color, 1);
+  split.clear_routes();
+  for (uint32_t v : {0u, 1u}) {
+    auto* r = split.add_routes();
+    r->set_destination(kDest);
+    r->set_traffic_class(3);
+    r->set_job_id("train");
+    r->set_qp_mask(1);
+    r->set_qp_value(v);
+    r->set_color(v ? kSpine1Color : kSpine0Color);
+    r->set_backup_color(v ? kSpine0Color : kSpine1Color);
+  }
+  loom_->plan().FillPrefixes(&split);
+  // BGP refuses the parts, naming them.
+  auto rb = LoomSide::ApplySync(loom_->bgp_driver(), split);
+  ASSERT_EQ(rb.failures.size(), 1u);
+  EXPECT_EQ(rb.failures[0].part, "routes");
+  EXPECT_NE(
+      rb.failures[0].status.message().find(std::string(kDest) + " qp 0/1 " + kDest + " qp 1/1"),
+      std::string::npos)
+      << rb.failures[0].status.message();
+  EXPECT_EQ(rb.applied.routes_size(), 0);
+  // gNMI Set carries colors and routes for leaf0.
+  sg::GnmiDriverConfig gc;
+  gc.devices.push_back({"leaf0", fabric_.gnmi_address(), ""});
+  gc.parts = sg::Mask(sg::Part::kColors) | sg::Mask(sg::Part::kRoutes);
+  sg::GnmiDriver gnmi(gc);
+  ASSERT_TRUE(gnmi.Start().ok());
+  auto rg = LoomSide::ApplySync(gnmi, split);
+  for (const auto& f : rg.failures)
+    ADD_FAILURE() << "gnmi " << f.part << ": " << f.status.message();
+  ASSERT_EQ(rg.applied.routes_size(), 2);
+  EXPECT_EQ(rg.applied.generation(), 1u);
+  // The emulator runs both parts.
+  v1::DeviceState op;
+  ASSERT_TRUE(WaitFor([&] {
+    op.Clear();
+    if (!client_->Operational("leaf0", sg::Mask(sg::Part::kRoutes), &op).ok()) return false;
+    return op.routes_size() == 2;
+  })) << op.DebugString();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(op.routes(i).destination(), kDest);
+    EXPECT_EQ(op.routes(i).qp_mask(), 1u);
+    EXPECT_EQ(op.routes(i).qp_value(), static_cast<uint32_t>(i));
+    EXPECT_EQ(op.routes(i).color(), i ? kSpine1Color : kSpine0Color);
+  }
+  // One QP per spine: both uplinks carry about half.
+  auto [on0, on1] = Uplinks();
+  EXPECT_GT(on0, (on0 + on1) * 3 / 10) << on0 << " B on Ethernet0, " << on1 << " on Ethernet1";
+  EXPECT_GT(on1, (on0 + on1) * 3 / 10) << on0 << " B on Ethernet0, " << on1 << " on Ethernet1";
+  // Part 0 recolored to spine1 (one replace): all traffic on spine1. (Were
+  // the parts ignored, hashing would place the QPs the same way both times.)
+  v1::DeviceState moved = split;
+  moved.set_generation(2);
+  moved.mutable_routes(0)->set_color(kSpine1Color);
+  moved.mutable_routes(0)->set_backup_color(kSpine0Color);
+  rg = LoomSide::ApplySync(gnmi, moved);
+  for (const auto& f : rg.failures)
+    ADD_FAILURE() << "gnmi " << f.part << ": " << f.status.message();
+  ASSERT_TRUE(WaitFor([&] {
+    op.Clear();
+    if (!client_->Operational("leaf0", sg::Mask(sg::Part::kRoutes), &op).ok()) return false;
+    return op.routes_size() == 2 && op.routes(0).color() == kSpine1Color;
+  })) << op.DebugString();
+  ExpectTrafficOnly("Ethernet1", "Ethernet0");
+  // Back to one unsplit route on spine0: the parts are deleted, all traffic moves.
+  rg = LoomSide::ApplySync(gnmi, Leaf0(kSpine0Color, kSpine1Color, 3));
+  for (const auto& f : rg.failures)
+    ADD_FAILURE() << "gnmi " << f.part << ": " << f.status.message();
+  ASSERT_TRUE(WaitFor([&] {
+    op.Clear();
+    if (!client_->Operational("leaf0", sg::Mask(sg::Part::kRoutes), &op).ok()) return false;
+    return op.routes_size() == 1 && op.routes(0).qp_mask() == 0;
+  })) << op.DebugString();
+  ExpectTrafficOnly("Ethernet0", "Ethernet1");
+  gnmi.Stop();
 }
 
 }  // namespace
