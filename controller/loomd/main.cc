@@ -123,6 +123,22 @@ int main(int argc, char** argv) {
                 << loom::policy::FormatFindings(findings) << "\n";
       return 2;
     }
+    // Over the wire, colored routes go over BGP-DPF, which has one color per prefix:
+    // routes split by destination QP would be refused on every leaf.
+    if (!config.fabric_ready_file().empty()) {
+      std::string split;
+      for (const auto& r : policy.rules()) {
+        if (r.action().qp_split() > 1) split += " rule \"" + r.name() + "\"";
+      }
+      if (policy.default_action().qp_split() > 1) split += " default_action";
+      if (!split.empty()) {
+        std::cerr << "loomd: policy " << config.policy_path() << " refused: qp_split (in" << split
+                  << ") needs switches that match the RoCE destination QP; with "
+                     "--fabric-ready-file loomd programs colored routes over BGP-DPF, which "
+                     "carries one color per prefix\n";
+        return 2;
+      }
+    }
   }
 
   loom::Status st;

@@ -28,6 +28,21 @@ std::string PartKey(const std::string& dst, uint32_t mask, uint32_t value) {
   return dst + "/" + std::to_string(value) + "&" + std::to_string(mask);
 }
 
+// Where part `value` of a destination was (-1: nowhere): the same part, or the part
+// with the same number under the split it had before (whole = 0 parts, coarser or
+// finer). Finer parts than before inherit only where their number existed, so a split
+// that starts from a whole destination keeps part 0 in place and leaves the others free
+// to spread; a split that ends keeps the whole destination where part 0 was.
+int CurrentTop(const std::map<std::string, int>& current, const std::string& dst, uint32_t value) {
+  for (uint32_t mask = 0; mask < loom::policy::kMaxQpSplit; mask = mask * 2 + 1) {
+    if ((value & mask) != value) continue;
+    if (auto it = current.find(PartKey(dst, mask, value)); it != current.end()) {
+      return it->second;
+    }
+  }
+  return -1;
+}
+
 std::string Join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
@@ -180,9 +195,12 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
     all_tops = allowed[k] == static_cast<int>(k);
   std::vector<double> from_leaf(static_cast<size_t>(graph_.num_leaves()), 0.0);
   std::vector<int> touched;
-  // QP split: `parts` units per destination, part k = destination QPs k modulo parts.
+  // QP split: `parts` units per destination, part k = destination QPs k modulo parts
+  // (a value that is not a power of two up to kMaxQpSplit, which validation refuses,
+  // counts as no split).
   const uint32_t split = rec.decision.action.qp_split();
-  const uint32_t parts = split > 1 ? split : 1;
+  const uint32_t parts =
+      split > 1 && split <= loom::policy::kMaxQpSplit && (split & (split - 1)) == 0 ? split : 1;
   for (size_t i = 0; i < d.pairs.size();) {
     const uint32_t dst = d.pairs[i].dst;
     const int dst_leaf = leaf[dst];
@@ -208,15 +226,11 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
       from_leaf[static_cast<size_t>(l)] = 0.0;
     }
     if (!all_tops) u.allowed = allowed;  // empty: every top, in index order
-    // Where the destination was: the same part, else the whole destination (split since).
-    auto whole = current.find(u.dst_nic);
     for (uint32_t k = 0; k < parts; ++k) {
       Unit part = k + 1 < parts ? u : std::move(u);
       part.qp_mask = parts - 1;
       part.qp_value = k;
-      auto it = parts > 1 ? current.find(PartKey(part.dst_nic, part.qp_mask, k)) : whole;
-      if (it == current.end()) it = whole;
-      if (it != current.end()) part.current = it->second;
+      part.current = CurrentTop(current, part.dst_nic, k);
       rec.units.push_back(std::move(part));
     }
   }
@@ -453,7 +467,8 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
         " pinned over " + Join(spines) + "; predicted busiest link of the job at " + Percent(worst);
     if (unplaced > 0) {
       reason += "; " + std::to_string(unplaced) +
-                " destination(s) have no live path within the allowed spines";
+                (parts > 1 ? " destination part(s)" : std::string(" destination(s)")) +
+                " have no live path within the allowed spines";
     }
   }
   a.set_reason(reason);

@@ -872,9 +872,9 @@ void RunLp(const Args& args) {
     std::set<std::string> down;
     std::mt19937_64 frng(5000 + static_cast<uint64_t>(i));
     while (down.size() < 3) {
-      down.insert(fabric_links[std::uniform_int_distribution<size_t>(
-                                   0, fabric_links.size() - 1)(frng)]
-                      ->id());
+      down.insert(
+          fabric_links[std::uniform_int_distribution<size_t>(0, fabric_links.size() - 1)(frng)]
+              ->id());
     }
     auto fg = loom::te::FabricGraph::Build(index, down);
     std::vector<loom::te::Unit> units;

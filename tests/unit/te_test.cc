@@ -325,11 +325,24 @@ TEST(PlacementTest, QpSplitSpreadsEachDestinationOverSpinesByQpParts) {
   EXPECT_EQ(parts, 6);
 
   // Restart: a job reloaded with its split assignment keeps every part where it was.
+  // (The saved parts swap spines, equally good, so a fresh placement would differ.)
+  v1::PathAssignment saved = a;
+  for (int i = 0; i + 1 < saved.routes_size(); i += 2) {
+    std::string via = saved.routes(i).via(), backup = saved.routes(i).backup_via();
+    saved.mutable_routes(i)->set_via(saved.routes(i + 1).via());
+    saved.mutable_routes(i)->set_backup_via(saved.routes(i + 1).backup_via());
+    saved.mutable_routes(i + 1)->set_via(via);
+    saved.mutable_routes(i + 1)->set_backup_via(backup);
+  }
+  ASSERT_NE(Placement::RouteKey(saved), Placement::RouteKey(a));
   v1::Job reloaded = ThreeCrossLeafFlows();
-  *reloaded.mutable_status()->mutable_assignment() = a;
+  *reloaded.mutable_status()->mutable_assignment() = saved;
   Placement q(topo, {});
   q.SetPolicy(SplitPolicy(2));
-  EXPECT_EQ(Placement::RouteKey(q.Upsert(reloaded)), Placement::RouteKey(a));
+  v1::PathAssignment again = q.Upsert(reloaded);
+  EXPECT_EQ(Placement::RouteKey(again), Placement::RouteKey(saved));
+  EXPECT_NEAR(q.max_utilization(), 1.5, 1e-9);
+  for (const auto& r : again.routes()) EXPECT_NE(r.reason().find("kept"), std::string::npos);
 
   // Turning the split on for a placed job: a full recompute splits it and
   // takes the gain; turning it off puts each destination back on one spine.
@@ -342,6 +355,56 @@ TEST(PlacementTest, QpSplitSpreadsEachDestinationOverSpinesByQpParts) {
   EXPECT_EQ(unsplit.routes_size(), 3);
   for (const auto& r : unsplit.routes()) EXPECT_EQ(r.qp_mask(), 0u);
   EXPECT_NEAR(whole.max_utilization(), 2.0, 1e-9);
+}
+
+TEST(PlacementTest, SplittingAPlacedJobSpreadsItsPartsEvenWhenAnotherJobIsHotter) {
+  // Another tenant's three flows leaf1 -> leaf0 keep the fabric's maximum at 200 %
+  // whatever happens, so a recompute gains nothing fabric-wide; the split job's
+  // new parts must still spread (its own links 200 % -> 150 %).
+  auto topo = loom::testing::SmallFabric();
+  Placement p(topo, {});
+  v1::Job other = ThreeCrossLeafFlows();
+  other.set_job_id("other");
+  other.set_tenant("o");
+  other.clear_endpoints();
+  for (const char* e : {"host002-nic0", "host000-nic0", "host002-nic1", "host000-nic1",
+                        "host003-nic0", "host001-nic0"}) {
+    other.add_endpoints(e);
+  }
+  p.Upsert(other);
+  p.Upsert(ThreeCrossLeafFlows());
+  EXPECT_NEAR(p.max_utilization(), 2.0, 1e-9);
+  EXPECT_NEAR(p.AssignmentOf("j").predicted_max_utilization(), 2.0, 1e-9);
+  v1::PolicySet set;
+  auto* rule = set.add_rules();
+  rule->set_name("t-split");
+  rule->mutable_match()->add_tenants("t");
+  rule->mutable_action()->set_qp_split(2);
+  p.SetPolicy(set);
+  auto changed = p.Recompute(PlacementMode::kFull);
+  EXPECT_EQ(changed.count("j"), 1u);
+  EXPECT_EQ(changed.count("other"), 0u);
+  const v1::PathAssignment j = p.AssignmentOf("j");
+  ASSERT_EQ(j.routes_size(), 6);
+  std::map<std::string, int> per_spine;
+  for (const auto& r : j.routes()) per_spine[r.via()]++;
+  EXPECT_EQ(per_spine["spine0"], 3) << j.reason();
+  EXPECT_EQ(per_spine["spine1"], 3) << j.reason();
+  EXPECT_NEAR(j.predicted_max_utilization(), 1.5, 1e-9) << j.reason();
+  EXPECT_NEAR(p.max_utilization(), 2.0, 1e-9);
+  // Ending the split keeps each destination where its part 0 was.
+  std::map<std::string, std::string> part0;
+  for (const auto& r : j.routes()) {
+    if (r.qp_value() == 0) part0[r.destination()] = r.via();
+  }
+  p.SetPolicy(v1::PolicySet());
+  p.Recompute(PlacementMode::kFull);
+  const v1::PathAssignment whole = p.AssignmentOf("j");
+  ASSERT_EQ(whole.routes_size(), 3);
+  for (const auto& r : whole.routes()) {
+    EXPECT_EQ(r.via(), part0[r.destination()]) << r.destination();
+    EXPECT_NE(r.reason().find("kept"), std::string::npos) << r.reason();
+  }
 }
 
 }  // namespace
