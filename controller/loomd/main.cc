@@ -123,22 +123,6 @@ int main(int argc, char** argv) {
                 << loom::policy::FormatFindings(findings) << "\n";
       return 2;
     }
-    // Over the wire, colored routes go over BGP-DPF, which has one color per prefix:
-    // routes split by destination QP would be refused on every leaf.
-    if (!config.fabric_ready_file().empty()) {
-      std::string split;
-      for (const auto& r : policy.rules()) {
-        if (r.action().qp_split() > 1) split += " rule \"" + r.name() + "\"";
-      }
-      if (policy.default_action().qp_split() > 1) split += " default_action";
-      if (!split.empty()) {
-        std::cerr << "loomd: policy " << config.policy_path() << " refused: qp_split (in" << split
-                  << ") needs switches that match the RoCE destination QP; with "
-                     "--fabric-ready-file loomd programs colored routes over BGP-DPF, which "
-                     "carries one color per prefix\n";
-        return 2;
-      }
-    }
   }
 
   loom::Status st;
@@ -238,17 +222,20 @@ int main(int argc, char** argv) {
         gc.devices.push_back({d.id(), gnmi, ""});
       }
     }
-    // BGP carries weights (link bandwidth); gNMI the DLB/ALB/spray/threshold parts.
-    gc.parts = loom::southbound::gnmi::kGnmiDefaultParts &
-               ~loom::southbound::gnmi::Mask(loom::southbound::gnmi::Part::kWeights);
+    // BGP carries colors, colored routes and weights (link bandwidth); gNMI the
+    // DLB/ALB/spray/threshold parts, and the routes split by destination QP (policy
+    // qp_split), which BGP-DPF cannot carry (one color per prefix).
+    gc.parts = (loom::southbound::gnmi::kGnmiDefaultParts &
+                ~loom::southbound::gnmi::Mask(loom::southbound::gnmi::Part::kWeights)) |
+               loom::southbound::gnmi::Mask(loom::southbound::gnmi::Part::kRoutes);
     gnmi_driver = std::make_unique<loom::southbound::gnmi::GnmiDriver>(gc);
     if (loom::Status s = gnmi_driver->Start(); !s.ok())
       return Fail(1, "gNMI driver: " + s.message());
     bgp_thread = std::thread([&bgp_io] { bgp_io.run(); });
     boost::asio::post(bgp_io, [&speaker] { (void)speaker->Start(); });
     bgp_driver->Start();
-    wire_driver =
-        std::make_unique<loom::southbound::CompositeDriver>(bgp_driver.get(), gnmi_driver.get());
+    wire_driver = std::make_unique<loom::southbound::CompositeDriver>(
+        bgp_driver.get(), gnmi_driver.get(), /*split_routes_to_settings=*/true);
     controller.AddDriver(wire_driver.get());
     LOG_INFO("programming loom-fabric over the wire")
         .With("bgp_sessions", static_cast<uint64_t>(bc.sessions.size()))

@@ -1,5 +1,6 @@
 #include "southbound/wire/composite_driver.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
@@ -25,6 +26,16 @@ void CopySettingsParts(const v1::DeviceState& from, v1::DeviceState* into) {
   *into->mutable_thresholds() = from.thresholds();
 }
 
+bool IsSplitRoute(const v1::ColoredRoute& r) { return r.qp_mask() != 0 || r.qp_value() != 0; }
+
+void KeepRoutes(v1::DeviceState* state, bool split) {
+  auto* routes = state->mutable_routes();
+  routes->erase(
+      std::remove_if(routes->begin(), routes->end(),
+                     [split](const v1::ColoredRoute& r) { return IsSplitRoute(r) != split; }),
+      routes->end());
+}
+
 std::string CompositeDriver::Name() const {
   return (routing_ ? routing_->Name() : std::string("-")) + "+" +
          (settings_ ? settings_->Name() : std::string("-"));
@@ -41,6 +52,8 @@ struct Join {
   std::mutex mu;
   int pending = 0;
   v1::DeviceState applied;
+  // Split routes the settings driver applied (split_routes_to_settings).
+  google::protobuf::RepeatedPtrField<v1::ColoredRoute> split;
   std::vector<ApplyFailure> failures;
   Status read_status;
 };
@@ -71,17 +84,20 @@ void CompositeDriver::Apply(const v1::DeviceState& desired, std::function<void(A
           {"dlb", Status(StatusCode::kUnimplemented, "no settings driver for this device")});
     }
   }
-  auto finish = [join, done](bool is_routing, ApplyResult r) {
+  const bool split = split_routes_ && routing && settings;
+  auto finish = [join, done, split](bool is_routing, ApplyResult r) {
     std::unique_lock<std::mutex> lock(join->mu);
     if (is_routing) {
       CopyRoutingParts(r.applied, &join->applied);
     } else {
       CopySettingsParts(r.applied, &join->applied);
+      if (split) join->split = r.applied.routes();
     }
     for (auto& f : r.failures) join->failures.push_back(std::move(f));
     if (--join->pending > 0) return;
     ApplyResult out;
     out.applied = join->applied;
+    for (const auto& route : join->split) *out.applied.add_routes() = route;
     out.failures = join->failures;
     lock.unlock();
     done(std::move(out));
@@ -91,6 +107,14 @@ void CompositeDriver::Apply(const v1::DeviceState& desired, std::function<void(A
     out.applied = join->applied;
     out.failures = join->failures;
     done(std::move(out));
+    return;
+  }
+  if (split) {
+    v1::DeviceState to_routing = desired, to_settings = desired;
+    KeepRoutes(&to_routing, false);
+    KeepRoutes(&to_settings, true);
+    routing_->Apply(to_routing, [finish](ApplyResult r) { finish(true, std::move(r)); });
+    settings_->Apply(to_settings, [finish](ApplyResult r) { finish(false, std::move(r)); });
     return;
   }
   if (routing) routing_->Apply(desired, [finish](ApplyResult r) { finish(true, std::move(r)); });
@@ -110,17 +134,26 @@ void CompositeDriver::Read(const std::string& device,
     done(Status(StatusCode::kNotFound, "no driver handles " + device), {});
     return;
   }
-  auto finish = [join, done](bool is_routing, Status s, v1::DeviceState st) {
+  const bool split = split_routes_ && routing && settings;
+  auto finish = [join, done, split](bool is_routing, Status s, v1::DeviceState st) {
     std::unique_lock<std::mutex> lock(join->mu);
     if (is_routing) {
       CopyRoutingParts(st, &join->applied);
     } else {
       CopySettingsParts(st, &join->applied);
+      if (split) {
+        KeepRoutes(&st, true);
+        join->split = st.routes();
+      }
     }
     if (!s.ok() && join->read_status.ok()) join->read_status = s;
     if (--join->pending > 0) return;
     Status status = join->read_status;
     v1::DeviceState merged = join->applied;
+    if (split) {
+      KeepRoutes(&merged, false);
+      for (const auto& route : join->split) *merged.add_routes() = route;
+    }
     lock.unlock();
     done(status, std::move(merged));
   };

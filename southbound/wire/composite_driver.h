@@ -21,9 +21,13 @@ namespace loom::southbound {
 class CompositeDriver final : public Driver {
  public:
   // `routing` owns colors, routes, weights and next_hop_reach; `settings` owns
-  // the rest.
+  // the rest. With `split_routes_to_settings`, routes split by destination QP
+  // (qp_mask/qp_value != 0, which BGP-DPF cannot carry) go to `settings`
+  // instead, as its only routes (a gNMI driver that owns the routes part),
+  // on devices both drivers handle.
   // Either may be null. Neither is owned.
-  CompositeDriver(Driver* routing, Driver* settings) : routing_(routing), settings_(settings) {}
+  CompositeDriver(Driver* routing, Driver* settings, bool split_routes_to_settings = false)
+      : routing_(routing), settings_(settings), split_routes_(split_routes_to_settings) {}
 
   std::string Name() const override;
   bool Handles(const std::string& device) const override;
@@ -37,7 +41,13 @@ class CompositeDriver final : public Driver {
 
   Driver* routing_;
   Driver* settings_;
+  bool split_routes_;
 };
+
+// True for a route that covers only some of its destination's QPs.
+bool IsSplitRoute(const loom::v1::ColoredRoute& r);
+// Keeps the routes of `state` for which IsSplitRoute(route) == `split`.
+void KeepRoutes(loom::v1::DeviceState* state, bool split);
 
 // Copies colors, routes, weights and next_hop_reach from `from` into `into`.
 void CopyRoutingParts(const loom::v1::DeviceState& from, loom::v1::DeviceState* into);

@@ -303,15 +303,6 @@ TEST_F(E2eTest, PolicyFileIsValidatedAndInstalledAtStartup) {
                  "/p.db --policy " + dir_ + "/missing.json");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("missing.json"), std::string::npos) << r.output;
-  // Over the wire (BGP-DPF for routes) a QP split cannot be programmed: refused at start.
-  std::string split = WriteFile("split-policy.json", R"({
-    "rules": [{"name": "acme-split", "match": {"tenants": ["acme"]},
-               "action": {"qpSplit": 2}}]})");
-  r = RunCommand(std::string(LOOMD_PATH) + " --topology " + kTopology + " --db " + dir_ +
-                 "/p.db --fabric-ready-file " + dir_ + "/none.json --policy " + split);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("qp_split (in rule \"acme-split\") needs switches"), std::string::npos)
-      << r.output;
   // Installed: acme's jobs split by destination QP in two parts; loomctl shows the parts.
   std::string good = WriteFile("policy.json", R"({
     "rules": [{"name": "acme-split", "match": {"tenants": ["acme"]},

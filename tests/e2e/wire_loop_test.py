@@ -22,6 +22,19 @@ ARGS = None
 
 class WireLoopTest(unittest.TestCase):
     def test_loomd_programs_loom_fabric_over_bgp_and_gnmi(self):
+        self.run_loop(None)
+
+    def test_qp_split_routes_go_over_gnmi_and_the_rest_over_bgp(self):
+        # acme's job split by destination QP in two parts: BGP-DPF cannot carry the
+        # parts, so loomd writes them with gNMI Set; the leaf runs what Loom wants.
+        state = self.run_loop({"rules": [{"name": "acme-split",
+                                          "match": {"tenants": ["acme"]},
+                                          "action": {"qpSplit": 2}}]})
+        parts = [r for r in state["applied"]["routes"] if r.get("qpMask") == 1]
+        self.assertEqual(len(parts), len(state["desired"]["routes"]), state["applied"])
+        self.assertEqual(sorted({r.get("qpValue", 0) for r in parts}), [0, 1])
+
+    def run_loop(self, policy):
         d = tempfile.mkdtemp(prefix="loom-wire-")
         procs = []
         try:
@@ -32,11 +45,16 @@ class WireLoopTest(unittest.TestCase):
             procs.append(fabric)
             ready = wait_file(os.path.join(d, "fabric.json"), fabric)
             self.assertEqual(sorted(ready["bgp"]), ["leaf0", "leaf1"])
+            extra = []
+            if policy is not None:
+                with open(os.path.join(d, "policy.json"), "w") as f:
+                    json.dump(policy, f)
+                extra = ["--policy", os.path.join(d, "policy.json")]
             loomd = start_process([ARGS.loomd, "--topology", ARGS.topology,
                                    "--fabric-ready-file", os.path.join(d, "fabric.json"),
                                    "--db", os.path.join(d, "l.db"),
                                    "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-                                   "--ready-file", os.path.join(d, "loomd.json")],
+                                   "--ready-file", os.path.join(d, "loomd.json")] + extra,
                                   os.path.join(d, "loomd.log"))
             procs.append(loomd)
             port = wait_file(os.path.join(d, "loomd.json"), loomd)["grpc_port"]
@@ -75,6 +93,7 @@ class WireLoopTest(unittest.TestCase):
             reach = state["desired"].get("nextHopReach", [])
             self.assertTrue(reach and all(r.get("egress") for r in reach), state["desired"])
             self.assertEqual(state["applied"].get("nextHopReach"), reach)
+            return state
         finally:
             stop_processes(self, procs)
             shutil.rmtree(d, ignore_errors=True)

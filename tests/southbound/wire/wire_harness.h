@@ -229,8 +229,16 @@ class GnmiClient {
   // What `device` runs (Get type OPERATIONAL of the config schema, decoded).
   grpc::Status Operational(const std::string& device, sg::PartMask parts,
                            loom::v1::DeviceState* out) {
+    return Get(device, parts, gnmi::GetRequest::OPERATIONAL, out);
+  }
+  // What gNMI Set wrote on `device` (Get type CONFIG, decoded).
+  grpc::Status Config(const std::string& device, sg::PartMask parts, loom::v1::DeviceState* out) {
+    return Get(device, parts, gnmi::GetRequest::CONFIG, out);
+  }
+  grpc::Status Get(const std::string& device, sg::PartMask parts, gnmi::GetRequest::DataType type,
+                   loom::v1::DeviceState* out) {
     gnmi::GetRequest req = sg::MakeGetRequest(parts, device);
-    req.set_type(gnmi::GetRequest::OPERATIONAL);
+    req.set_type(type);
     gnmi::GetResponse resp;
     grpc::ClientContext ctx;
     grpc::Status st = stub_->Get(&ctx, req, &resp);

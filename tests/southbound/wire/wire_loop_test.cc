@@ -12,7 +12,11 @@
 #include <google/protobuf/util/json_util.h>
 #include <stdlib.h>
 
+#include <future>
+
 #include "gtest/gtest.h"
+#include "southbound/wire/composite_driver.h"
+#include "southbound/wire/device_state_util.h"
 #include "tests/southbound/wire/wire_harness.h"
 
 namespace loom::wiretest {
@@ -262,22 +266,27 @@ TEST_F(WireLoopTest, InvalidSetIsRejectedAndNothingApplied) {
 class WireLoopQpSplitTest : public WireLoopTest {
  protected:
   int QpsPerConnection() const override { return 2; }
+  // Adds leaf0's route to host002 in two parts by destination QP parity: even on
+  // spine0, odd on spine1 (each backed up by the other).
+  void AddParts(v1::DeviceState* s) {
+    for (uint32_t v : {0u, 1u}) {
+      auto* r = s->add_routes();
+      r->set_destination(kDest);
+      r->set_traffic_class(3);
+      r->set_job_id("train");
+      r->set_qp_mask(1);
+      r->set_qp_value(v);
+      r->set_color(v ? kSpine1Color : kSpine0Color);
+      r->set_backup_color(v ? kSpine0Color : kSpine1Color);
+    }
+    loom_->plan().FillPrefixes(s);
+  }
 };
 
 TEST_F(WireLoopQpSplitTest, SplitRoutesOverGnmiSpreadTheJobOverBothSpines) {
   v1::DeviceState split = Leaf0(kSpine0Color, kSpine1Color, 1);
   split.clear_routes();
-  for (uint32_t v : {0u, 1u}) {
-    auto* r = split.add_routes();
-    r->set_destination(kDest);
-    r->set_traffic_class(3);
-    r->set_job_id("train");
-    r->set_qp_mask(1);
-    r->set_qp_value(v);
-    r->set_color(v ? kSpine1Color : kSpine0Color);
-    r->set_backup_color(v ? kSpine0Color : kSpine1Color);
-  }
-  loom_->plan().FillPrefixes(&split);
+  AddParts(&split);
   // BGP refuses the parts, naming them.
   auto rb = LoomSide::ApplySync(loom_->bgp_driver(), split);
   ASSERT_EQ(rb.failures.size(), 1u);
@@ -340,6 +349,56 @@ TEST_F(WireLoopQpSplitTest, SplitRoutesOverGnmiSpreadTheJobOverBothSpines) {
     return op.routes_size() == 1 && op.routes(0).qp_mask() == 0;
   })) << op.DebugString();
   ExpectTrafficOnly("Ethernet0", "Ethernet1");
+  gnmi.Stop();
+}
+
+// What loomd does over the wire: one CompositeDriver with BGP for colors and
+// unsplit routes and gNMI Set for the settings and the split routes.
+TEST_F(WireLoopQpSplitTest, CompositeSendsSplitRoutesOverGnmiAndTheRestOverBgp) {
+  v1::DeviceState desired = Leaf0(kSpine0Color, kSpine1Color, 1);
+  desired.mutable_routes(0)->set_destination("host003-nic0");  // unsplit: over BGP
+  AddParts(&desired);
+  sg::GnmiDriverConfig gc;
+  gc.devices.push_back({"leaf0", fabric_.gnmi_address(), ""});
+  gc.parts = (sg::kGnmiDefaultParts & ~sg::Mask(sg::Part::kWeights)) | sg::Mask(sg::Part::kRoutes);
+  sg::GnmiDriver gnmi(gc);
+  ASSERT_TRUE(gnmi.Start().ok());
+  loom::southbound::CompositeDriver wire(&loom_->bgp_driver(), &gnmi,
+                                         /*split_routes_to_settings=*/true);
+  auto r = LoomSide::ApplySync(wire, desired);
+  for (const auto& f : r.failures) ADD_FAILURE() << f.part << ": " << f.status.message();
+  EXPECT_TRUE(loom::southbound::DifferingParts(r.applied, desired).empty())
+      << r.applied.DebugString();
+  // leaf0 runs all three: the BGP-learned route and the two gNMI-written parts.
+  v1::DeviceState op;
+  ASSERT_TRUE(WaitFor([&] {
+    op.Clear();
+    if (!client_->Operational("leaf0", sg::Mask(sg::Part::kRoutes), &op).ok()) return false;
+    return op.routes_size() == 3;
+  })) << op.DebugString();
+  int parts = 0;
+  for (const auto& route : op.routes()) parts += route.qp_mask() == 1;
+  EXPECT_EQ(parts, 2) << op.DebugString();
+  // The gNMI side holds only the parts (its config), the BGP side the rest.
+  v1::DeviceState config;
+  ASSERT_TRUE(client_->Config("leaf0", sg::Mask(sg::Part::kRoutes), &config).ok());
+  EXPECT_EQ(config.routes_size(), 2) << config.DebugString();
+  // One QP per spine: both uplinks carry about half.
+  auto [on0, on1] = Uplinks();
+  EXPECT_GT(on0, (on0 + on1) * 3 / 10) << on0 << " B on Ethernet0, " << on1 << " on Ethernet1";
+  EXPECT_GT(on1, (on0 + on1) * 3 / 10) << on0 << " B on Ethernet0, " << on1 << " on Ethernet1";
+  // Reading back through the composite gives what was applied.
+  v1::DeviceState read;
+  Status rs;
+  std::promise<void> got;
+  wire.Read("leaf0", [&](Status s, v1::DeviceState st) {
+    rs = s;
+    read = std::move(st);
+    got.set_value();
+  });
+  got.get_future().wait();
+  ASSERT_TRUE(rs.ok()) << rs.message();
+  EXPECT_TRUE(loom::southbound::DifferingParts(read, desired).empty()) << read.DebugString();
   gnmi.Stop();
 }
 
