@@ -690,7 +690,7 @@ struct Fabric::Impl {
     ColorFilter(node, qp, members, &allowed);
     const uint64_t h = Hash(node, qp, salt);
     ForwardingMode mode = ModeFor(node, leaf, qp);
-    const GroupCfg* g = FindGroup(node, leaf);
+    GroupCfg* g = FindGroup(node, leaf);
     if (mode == ForwardingMode::kDlbPerPacket) mode = ForwardingMode::kStaticHash;  // salted
     switch (mode) {
       case ForwardingMode::kDlbFlowlet:
@@ -707,7 +707,7 @@ struct Fabric::Impl {
         int cur = -1;
         bool cur_colored = false;  // the bucket's member is live but outside the QP's colors
         if (mode == ForwardingMode::kDlbAlb && g && !g->alb.empty()) {
-          table = FindGroup(node, leaf);
+          table = g;
           bucket = h % table->alb.size();
           cur = table->alb[bucket];
           cur_colored = !has(allowed, cur) && has(members, cur);
@@ -2686,21 +2686,21 @@ Status Fabric::RemoveRoute(const std::string& device, const std::string& dest_ni
   }
   const int nic = ResolveNic(im, dest_nic, nullptr);
   if (nic < 0) return NotFound("no NIC " + dest_nic);
-  auto& routes = im.nodes[it->second].routes;
-  auto r = routes.find(Impl::RouteKey(nic, traffic_class));
-  auto same =
-      r == routes.end()
-          ? std::vector<Impl::RouteEntry>::iterator()
-          : std::find_if(r->second.begin(), r->second.end(), [&](const Impl::RouteEntry& e) {
-              return e.qp_mask == qp_mask && e.qp_value == qp_value;
-            });
-  if (r == routes.end() || same == r->second.end()) {
+  auto not_found = [&] {
     return NotFound("no route on " + device + " to " + dest_nic + " for traffic class " +
                     std::to_string(traffic_class) + " and QP mask/value " +
                     std::to_string(qp_mask) + "/" + std::to_string(qp_value));
-  }
-  r->second.erase(same);
-  if (r->second.empty()) routes.erase(r);
+  };
+  auto& routes = im.nodes[it->second].routes;
+  auto r = routes.find(Impl::RouteKey(nic, traffic_class));
+  if (r == routes.end()) return not_found();
+  auto& entries = r->second;
+  auto same = std::find_if(entries.begin(), entries.end(), [&](const Impl::RouteEntry& e) {
+    return e.qp_mask == qp_mask && e.qp_value == qp_value;
+  });
+  if (same == entries.end()) return not_found();
+  entries.erase(same);
+  if (entries.empty()) routes.erase(r);
   im.routing_dirty = true;
   return Status::Ok();
 }

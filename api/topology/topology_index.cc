@@ -2,6 +2,19 @@
 
 namespace loom::topology {
 
+int SwitchTier(loom::v1::DeviceRole role) {
+  switch (role) {
+    case loom::v1::DEVICE_ROLE_LEAF:
+      return 1;
+    case loom::v1::DEVICE_ROLE_SPINE:
+      return 2;
+    case loom::v1::DEVICE_ROLE_SUPER_SPINE:
+      return 3;
+    default:
+      return 0;
+  }
+}
+
 TopologyIndex::TopologyIndex(loom::v1::Topology topo) : topo_(std::move(topo)) {
   for (int i = 0; i < topo_.devices_size(); ++i) devices_.emplace(topo_.devices(i).id(), i);
   for (int i = 0; i < topo_.gpus_size(); ++i) gpus_.emplace(topo_.gpus(i).id(), i);

@@ -13,6 +13,10 @@
 
 namespace loom::topology {
 
+// Tier of a switch role: leaf 1, spine 2, super spine 3; 0 for hosts, NICs
+// and unknown roles.
+int SwitchTier(loom::v1::DeviceRole role);
+
 class TopologyIndex {
  public:
   explicit TopologyIndex(loom::v1::Topology topo);

@@ -3,6 +3,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "api/topology/topology_index.h"
 #include "api/topology/topology_io.h"
 
 namespace loom::topology {
@@ -14,20 +15,11 @@ namespace {
 
 std::string Q(const std::string& s) { return "\"" + s + "\""; }
 
-// Tier of a switch role; hosts and NICs are tier 0 and -1.
+// Tier of a role: switches 1..3 (SwitchTier), NICs 0, anything else -1.
 int Tier(DeviceRole r) {
-  switch (r) {
-    case loom::v1::DEVICE_ROLE_NIC:
-      return 0;
-    case loom::v1::DEVICE_ROLE_LEAF:
-      return 1;
-    case loom::v1::DEVICE_ROLE_SPINE:
-      return 2;
-    case loom::v1::DEVICE_ROLE_SUPER_SPINE:
-      return 3;
-    default:
-      return -1;
-  }
+  if (r == loom::v1::DEVICE_ROLE_NIC) return 0;
+  const int t = loom::topology::SwitchTier(r);
+  return t > 0 ? t : -1;
 }
 
 bool KnownRole(int r) { return r >= loom::v1::DEVICE_ROLE_LEAF && r <= loom::v1::DEVICE_ROLE_NIC; }

@@ -165,6 +165,8 @@ class Controller {
                      const google::protobuf::Timestamp& time) const;
   // Full recompute after a change of topology, drains or policy; adds the
   // changed jobs and their JOB_UPDATED events to `m`. Returns jobs moved.
+  int RecomputeInto(Mutation& m, const std::string& cause,
+                    std::map<std::string, loom::v1::Job>* updated);
   // After an incremental placement of `job_id` that leaves links over
   // capacity: a full recompute, its other moved jobs' events in `m` and
   // their new specs in `updated`. Returns the placement before it (to roll
@@ -172,8 +174,6 @@ class Controller {
   std::optional<loom::te::Placement> RecomputeIfOverloaded(
       const std::string& job_id, Mutation& m, std::map<std::string, loom::v1::Job>* updated);
   static void AppendMutation(Mutation& into, Mutation&& from);
-  int RecomputeInto(Mutation& m, const std::string& cause,
-                    std::map<std::string, loom::v1::Job>* updated);
   std::set<std::string> DownLinks() const;
   void ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot);
   loom::v1::Event AdaptiveToEvent(const AdaptiveEvent& a);

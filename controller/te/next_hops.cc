@@ -12,19 +12,6 @@ namespace v1 = loom::v1;
 
 namespace {
 
-int Rank(v1::DeviceRole role) {
-  switch (role) {
-    case v1::DEVICE_ROLE_LEAF:
-      return 1;
-    case v1::DEVICE_ROLE_SPINE:
-      return 2;
-    case v1::DEVICE_ROLE_SUPER_SPINE:
-      return 3;
-    default:
-      return 0;
-  }
-}
-
 // The switch graph with link liveness and, per switch, the leaves it reaches
 // going down only. Switches are numbered in id order, so sorting numbers sorts
 // ids. Built once per call: O(links + sum over switches of the leaves below
@@ -34,7 +21,7 @@ class ReachIndex {
   ReachIndex(const loom::topology::TopologyIndex& topo, const std::set<std::string>& down) {
     std::map<std::string, int> rank;
     for (const auto& d : topo.topology().devices()) {
-      if (int r = Rank(d.role()); r > 0) rank[d.id()] = r;
+      if (int r = loom::topology::SwitchTier(d.role()); r > 0) rank[d.id()] = r;
     }
     for (const auto& [id, r] : rank) {
       index_[id] = static_cast<int>(ids_.size());

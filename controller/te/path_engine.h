@@ -5,8 +5,9 @@
 // a (job, destination NIC) pair — or, when the policy splits the job by QP
 // (qp_split = P), each of the P parts of it, part k being the destination's
 // QPs numbered k modulo P and carrying 1/P of its traffic: all traffic of a
-// unit crosses one "top" device t (a spine in 2-tier fabrics, a super-spine in 3-tier ones; in
-// 3-tier fabrics t also fixes the pod spines, one per plane). A unit's
+// unit crosses one "top" device t (a spine in 2-tier fabrics, a super-spine
+// in 3-tier ones; in 3-tier fabrics t also fixes the pod spines, one per
+// plane). A unit's
 // traffic is the sum of its sources' rates, grouped by source leaf; going
 // through t it loads the directed edges leaf->spine(->super-spine->spine)
 // ->leaf on its path (parallel links are one edge with their summed live
@@ -24,8 +25,8 @@
 // full recompute keeps the current placement unless the new one lowers the
 // maximum utilization by more than `stability_gain` (relative), or the
 // current maximum is over capacity and the new one is at least one point
-// lower; units whose current path became infeasible are always re-placed. Incremental placement
-// places only the new units around the fixed ones.
+// lower; units whose current path became infeasible are always re-placed.
+// Incremental placement places only the new units around the fixed ones.
 //
 // Complexity: O(U log U + U*K*S*P) for the greedy pass (U units, K tops, S
 // source leaves per unit, P <= 4 edges per path) plus O(R*U_e*K*S*P) for R

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "southbound/wire/device_state_util.h"
 
 namespace loom::southbound::bgp {
 
@@ -53,7 +54,7 @@ std::vector<OriginatedRoute> BgpDriver::Translate(const loom::v1::DeviceState& d
   for (const loom::v1::ColoredRoute& cr : desired.routes()) {
     // Checked first: the parts of a split destination share its prefix, so the
     // duplicate-prefix check below would otherwise name all but one of them.
-    if (cr.qp_mask() != 0 || cr.qp_value() != 0) {
+    if (IsSplitRoute(cr)) {
       split.push_back(cr.destination() + " qp " + std::to_string(cr.qp_value()) + "/" +
                       std::to_string(cr.qp_mask()));
       continue;

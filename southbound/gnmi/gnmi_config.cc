@@ -13,6 +13,8 @@
 #include <string_view>
 #include <tuple>
 
+#include "southbound/wire/device_state_util.h"
+
 namespace loom::southbound::gnmi {
 namespace {
 
@@ -730,8 +732,7 @@ struct Traits<v1::ColoredRoute> {
   }
   // Paths of unsplit routes carry only destination and traffic-class (as
   // before QP split existed).
-  static bool EmitKey(const v1::ColoredRoute& m, size_t k) { return k < 2 || Split(m); }
-  static bool Split(const v1::ColoredRoute& m) { return m.qp_mask() != 0 || m.qp_value() != 0; }
+  static bool EmitKey(const v1::ColoredRoute& m, size_t k) { return k < 2 || IsSplitRoute(m); }
   static Key KeyOf(const v1::ColoredRoute& m) {
     return {m.destination(), std::to_string(m.traffic_class()), std::to_string(m.qp_mask()),
             std::to_string(m.qp_value())};
@@ -745,7 +746,7 @@ struct Traits<v1::ColoredRoute> {
   }
   static std::string Name(const v1::ColoredRoute& m) {
     std::string out = "route \"" + m.destination() + "\" tc " + std::to_string(m.traffic_class());
-    if (Split(m)) {
+    if (IsSplitRoute(m)) {
       out += " qp " + std::to_string(m.qp_value()) + "/" + std::to_string(m.qp_mask());
     }
     return out;
@@ -771,7 +772,7 @@ struct Traits<v1::ColoredRoute> {
   static void Write(const v1::ColoredRoute& m, JsonWriter* w) {
     w->Str("destination", m.destination());
     w->U32("traffic-class", m.traffic_class());
-    if (Split(m)) {
+    if (IsSplitRoute(m)) {
       w->U32("qp-mask", m.qp_mask());
       w->U32("qp-value", m.qp_value());
     }

@@ -90,7 +90,7 @@ std::string RenderJunos(const loom::v1::DeviceState& in, const loom::v1::Topolog
     }
   }
   for (const auto& r : s.routes()) {
-    const bool split = r.qp_mask() != 0;
+    const bool split = IsSplitRoute(r);
     std::string what = r.destination() + " tc " + std::to_string(r.traffic_class()) +
                        (split ? " qp " + DestQp(r) : "") +
                        (r.job_id().empty() ? "" : " job " + r.job_id());

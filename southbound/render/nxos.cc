@@ -108,7 +108,7 @@ std::string RenderNxos(const loom::v1::DeviceState& in, const loom::v1::Topology
         o << "    ! route to " << r.destination() << " has no prefix: not advertised\n";
         continue;
       }
-      if (r.qp_mask() != 0) {
+      if (IsSplitRoute(r)) {
         o << "    ! network " << r.prefix() << " dest-qp " << DestQp(r) << " route-map loom-color-"
           << r.color();
         if (r.backup_color()) o << " backup color " << r.backup_color();

@@ -10,6 +10,7 @@
 
 #include "loom/v1/device_state.pb.h"
 #include "loom/v1/topology.pb.h"
+#include "southbound/wire/device_state_util.h"
 
 namespace loom::southbound::render {
 

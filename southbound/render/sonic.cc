@@ -133,7 +133,7 @@ std::string RenderSonic(const loom::v1::DeviceState& in, const loom::v1::Topolog
     if (!r.prefix().empty()) f["prefix"] = r.prefix();
     if (!r.job_id().empty()) f["job_id"] = r.job_id();
     std::string key = r.destination() + "|" + std::to_string(r.traffic_class());
-    if (r.qp_mask() != 0) {
+    if (IsSplitRoute(r)) {
       key += "|" + DestQp(r);
       f["qp_mask"] = std::to_string(r.qp_mask());
       f["qp_value"] = std::to_string(r.qp_value());

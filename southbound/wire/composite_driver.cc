@@ -4,6 +4,8 @@
 #include <memory>
 #include <mutex>
 
+#include "southbound/wire/device_state_util.h"
+
 namespace loom::southbound {
 
 namespace v1 = loom::v1;
@@ -25,8 +27,6 @@ void CopySettingsParts(const v1::DeviceState& from, v1::DeviceState* into) {
   *into->mutable_spray_rules() = from.spray_rules();
   *into->mutable_thresholds() = from.thresholds();
 }
-
-bool IsSplitRoute(const v1::ColoredRoute& r) { return r.qp_mask() != 0 || r.qp_value() != 0; }
 
 void KeepRoutes(v1::DeviceState* state, bool split) {
   auto* routes = state->mutable_routes();

@@ -44,8 +44,6 @@ class CompositeDriver final : public Driver {
   bool split_routes_;
 };
 
-// True for a route that covers only some of its destination's QPs.
-bool IsSplitRoute(const loom::v1::ColoredRoute& r);
 // Keeps the routes of `state` for which IsSplitRoute(route) == `split`.
 void KeepRoutes(loom::v1::DeviceState* state, bool split);
 

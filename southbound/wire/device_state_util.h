@@ -9,6 +9,13 @@
 
 namespace loom::southbound {
 
+// True for a route that covers only some of its destination's QPs (policy
+// qp_split: ColoredRoute.qp_mask/qp_value not 0/0). Header-only: the BGP
+// driver, the gNMI codec and the renderers use it without linking this library.
+inline bool IsSplitRoute(const loom::v1::ColoredRoute& r) {
+  return r.qp_mask() != 0 || r.qp_value() != 0;
+}
+
 // Sorts every repeated field into a canonical order (colors by id, routes by
 // destination, class, QP mask and QP value, ...), so equal states compare and
 // serialize equal.

@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 
-#include "api/topology/topology_generate.h"
 #include "tests/closedloop/harness.h"
 #include "tests/unit/test_util.h"
 
@@ -162,15 +161,8 @@ struct SplitOutcome {
 };
 
 SplitOutcome RunThreeFlowsOverTwoSpines(uint32_t qp_split) {
-  loom::topology::Clos2Params c;
-  c.leaves = 2;
-  c.spines = 2;
-  c.hosts_per_leaf = 3;
-  c.host.gpus_per_host = 1;
-  c.host.nics_per_host = 1;
   LoopOptions o;
-  std::string err;
-  EXPECT_TRUE(loom::topology::GenerateClos2(c, &o.topology, &err)) << err;
+  o.topology = OneNicClos2(2, 2, /*hosts_per_leaf=*/3)->topology();
   TempDir dir;
   o.db_path = dir.File("loom.db");
   o.fabric.seed = 3;

@@ -53,12 +53,14 @@ inline std::shared_ptr<const loom::topology::TopologyIndex> SmallFabric() {
   return std::make_shared<const loom::topology::TopologyIndex>(std::move(t));
 }
 
-// `leaves` x `spines` 2-tier Clos, one host per leaf with one GPU and one NIC.
-inline std::shared_ptr<const loom::topology::TopologyIndex> OneNicClos2(int leaves, int spines) {
+// `leaves` x `spines` 2-tier Clos, `hosts_per_leaf` hosts per leaf with one GPU
+// and one NIC each.
+inline std::shared_ptr<const loom::topology::TopologyIndex> OneNicClos2(int leaves, int spines,
+                                                                        int hosts_per_leaf = 1) {
   loom::topology::Clos2Params p;
   p.leaves = leaves;
   p.spines = spines;
-  p.hosts_per_leaf = 1;
+  p.hosts_per_leaf = hosts_per_leaf;
   p.host.gpus_per_host = 1;
   p.host.nics_per_host = 1;
   loom::v1::Topology t;
