@@ -33,6 +33,7 @@ ALLOWED = {
     # southbound wire implementations (driver interface, BGP, gNMI config
     # codec) — never the controller or policy.
     "sim-fabric/": ["common/", "api/topology/", "telemetry/sink.h", "telemetry/path.h",
+                    "telemetry/profile.h",
                     "telemetry/collector.h", "southbound/wire/", "southbound/bgp/",
                     "southbound/gnmi/gnmi_config.h"],
 }
