@@ -1,11 +1,31 @@
 // gNMI dial-in collector.
 //
-// Collector: role — keeps one gNMI Subscribe stream (STREAM mode; SAMPLE for
-// counters, ON_CHANGE for oper-status and PFC watchdog state) open to every
+// Collector: role — keeps gNMI Subscribe streams (STREAM mode) open to every
 // configured target, reconnects with jittered exponential backoff, tracks
-// per-target health, and hands every received notification to a
-// TelemetrySink (sink.h), which coalesces (latest value wins) so a slow
+// per-target and per-signal health, and hands every received notification to
+// a TelemetrySink (sink.h), which coalesces (latest value wins) so a slow
 // consumer cannot make memory grow.
+//
+// Two modes per target:
+//  - Profile mode (TargetConfig.profile set; what loomd uses): Capabilities
+//    first, the encoding chosen from what the target advertises (the
+//    profile's preference order); the profile's signal paths subscribed in
+//    one stream per (origin, prefix target) group, key maps in their own
+//    streams; answers translated to the catalogue by a ProfileTranslator
+//    (profile.h) before the sink sees them. gNMI rejects a whole Subscribe
+//    for one bad path, so a group the target rejects (INVALID_ARGUMENT,
+//    NOT_FOUND, UNIMPLEMENTED, FAILED_PRECONDITION, OUT_OF_RANGE, before any
+//    data) is split in halves until the offending paths are isolated; a
+//    rejected ON_CHANGE path is retried once as SAMPLE; a path still
+//    rejected marks its signals unavailable with the target's status text
+//    and is retried alone after the rejection backoff (30 s doubling to
+//    10 min by default) — never in a tight loop. Signals the profile does
+//    not map are unavailable from the start; a subscription that is accepted
+//    but brings no data within a few refresh intervals after sync is
+//    unavailable too ("no data"). Availability and each signal's effective
+//    interval (max(sample interval, device refresh)) are passed to the sink.
+//  - Plain mode (no profile): the given SubscriptionSpecs in one stream with
+//    PROTO encoding, notifications passed through unchanged (tests, tools).
 // Triggers — Start() opens the streams; gRPC delivers responses; a supervisor
 // thread reopens failed streams when their backoff expires (judged on the
 // injected Clock, polled every 20 ms of real time, so a VirtualClock controls
@@ -31,12 +51,18 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
 #include "gnmi/gnmi.pb.h"
+#include "loom/v1/telemetry_profile.pb.h"
 #include "telemetry/sink.h"
+
+namespace grpc {
+class Channel;
+}
 
 namespace loom::telemetry {
 
@@ -51,9 +77,48 @@ std::vector<SubscriptionSpec> SwitchSubscriptions(TimeNs sample_interval_ns);
 std::vector<SubscriptionSpec> NicSubscriptions(TimeNs sample_interval_ns);
 
 struct TargetConfig {
-  std::string name;     // Device id; sent as the request's prefix target.
-  std::string address;  // "host:port". Plaintext for now (TLS later).
-  std::vector<SubscriptionSpec> subscriptions;
+  std::string name;                             // Device id; sent as the request's prefix target.
+  std::string address;                          // "host:port". Plaintext for now (TLS later).
+  std::vector<SubscriptionSpec> subscriptions;  // Plain mode only.
+
+  // Profile mode.
+  std::shared_ptr<const v1::TelemetryProfile> profile;
+  std::vector<std::string> encodings;  // Preference override ("" = the profile's).
+  std::string request_target;          // prefix.target for device paths ("" = name).
+  TimeNs sample_interval_ns = 0;       // Raised to the profile's minimum.
+  std::unordered_map<std::string, std::string> aliases;  // Interface alias -> name.
+  std::string username;  // gNMI "username"/"password" call metadata, if set.
+  std::string password;
+};
+
+// A plain-mode target.
+inline TargetConfig PlainTarget(std::string name, std::string address,
+                                std::vector<SubscriptionSpec> subscriptions) {
+  TargetConfig t;
+  t.name = std::move(name);
+  t.address = std::move(address);
+  t.subscriptions = std::move(subscriptions);
+  return t;
+}
+
+// Equal configurations keep their streams across a reload.
+bool SameTarget(const TargetConfig& a, const TargetConfig& b);
+
+enum class SignalState : uint8_t { kPending, kLive, kStale, kUnavailable };
+const char* SignalStateName(SignalState s);
+
+// One catalogue signal of one target (profile mode).
+struct SignalHealth {
+  std::string signal;
+  SignalState state = SignalState::kPending;
+  std::string reason;  // Why unavailable / stale.
+  std::string mode;    // "SAMPLE" / "ON_CHANGE" in use; "" when not subscribed.
+  std::string mark;    // SOURCED / UNVERIFIED.
+  TimeNs effective_interval_ns = 0;
+  TimeNs last_arrival_ns = -1;
+  uint64_t updates = 0;
+  uint64_t rejects = 0;    // Subscribe attempts the target rejected.
+  TimeNs retry_at_ns = 0;  // Next retry of a rejected subscription; 0 = none.
 };
 
 struct BackoffPolicy {
@@ -71,6 +136,12 @@ TimeNs BackoffDelay(const BackoffPolicy& policy, int failures, double u);
 struct CollectorOptions {
   std::vector<TargetConfig> targets;
   BackoffPolicy backoff;
+  // Retry of a subscription path the target rejected.
+  BackoffPolicy reject_backoff{30 * kNsPerSec, 600 * kNsPerSec, 2.0, 0.2};
+  // Data older than this many effective intervals makes a signal stale.
+  int stale_after_intervals = 3;
+  // Deadline of the Capabilities call (real time).
+  TimeNs capabilities_timeout_ns = 5 * kNsPerSec;
   // Largest response message accepted; bigger ones fail the stream.
   int max_message_bytes = 16 * 1024 * 1024;
   // Per-target update budget per second of Clock time; 0 = unlimited.
@@ -95,6 +166,13 @@ struct TargetHealth {
   int consecutive_failures = 0;
   TimeNs next_attempt_ns = 0;  // When idle: the Clock time of the next attempt.
   std::string last_error;      // "UNAVAILABLE: ..." of the last failed stream.
+  // Profile mode.
+  std::string platform;               // Profile name.
+  std::string encoding;               // Negotiated ("" before Capabilities).
+  int streams = 0;                    // Subscribe streams (groups after splitting).
+  uint64_t subscribe_rejects = 0;     // Subscribe requests the target rejected.
+  uint64_t translate_errors = 0;      // Bad JSON / values in answers.
+  std::vector<SignalHealth> signals;  // Catalogue order.
 };
 
 class Collector {
@@ -112,27 +190,45 @@ class Collector {
   void Stop();
   // A copy of every target's health, in configuration order.
   std::vector<TargetHealth> Health() const;
+  // Replaces the target list (a configuration reload): targets whose
+  // configuration is unchanged (SameTarget) keep their streams and state;
+  // removed ones are cancelled; new ones start. Any thread, after Start().
+  Status UpdateTargets(std::vector<TargetConfig> targets);
 
  private:
   class Call;
+  class CapsCall;
+  struct Entry;
+  struct Stream;
   struct Target;
 
+  Status Validate(const std::vector<TargetConfig>& targets) const;
+  std::unique_ptr<Target> MakeTarget(const TargetConfig& cfg, TimeNs now);
   void SupervisorLoop();
-  void StartCallLocked(Target& t, TimeNs now);
-  void OnConnected(Target& t);
-  void OnResponse(Target& t, const gnmi::SubscribeResponse& r);
-  void OnCallDone(Target& t, const std::string& error, Call* call);
+  void StartCallLocked(Target& t, Stream& s, TimeNs now);
+  void StartCapsLocked(Target& t, TimeNs now);
+  void BuildStreamsLocked(Target& t, TimeNs now);
+  void BuildRequest(const Target& t, Stream& s) const;
+  void OnCaps(Target& t, int code, const std::string& error, std::vector<int> encodings,
+              CapsCall* call);
+  void OnConnected(Target& t, Stream& s);
+  void OnResponse(Target& t, Stream& s, const gnmi::SubscribeResponse& r);
+  void OnCallDone(Target& t, Stream& s, int code, const std::string& error, Call* call);
   void DeleteFinishedCalls(std::unique_lock<std::mutex>& lock);
+  void RefreshSignalsLocked(Target& t, TimeNs now, std::vector<SignalAvailability>* changes);
+  std::shared_ptr<grpc::Channel> NewChannel(const Target& t) const;
 
-  const CollectorOptions options_;
+  CollectorOptions options_;
   TelemetrySink* const sink_;
   const Clock* const clock_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Target>> targets_;
+  std::vector<std::unique_ptr<Target>> retired_;  // Removed by a reload, calls draining.
   std::mt19937_64 rng_;
   std::vector<Call*> finished_calls_;  // Done; deleted off the gRPC threads.
+  std::vector<CapsCall*> finished_caps_;
   int active_calls_ = 0;
   bool started_ = false;
   bool stopping_ = false;

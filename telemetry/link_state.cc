@@ -1,14 +1,17 @@
 #include "telemetry/link_state.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string_view>
 #include <tuple>
 #include <utility>
 
 #include "telemetry/path.h"
+#include "telemetry/profile.h"
 
 namespace loom::telemetry {
 
@@ -197,6 +200,9 @@ struct Port {
   uint64_t speed_bps = 0;
   // loom NIC tx_max_spacing_ns as last reported; 0 = unknown.
   uint64_t tx_max_spacing_ns = 0;
+  // LLDP neighbor as the port reports it ("" = none).
+  std::string lldp_system;
+  std::string lldp_port;
 };
 
 struct AlbSlot {
@@ -210,6 +216,11 @@ struct DeviceSlot {
   std::unordered_map<std::string, int> ports;    // interface -> Port index
   std::unordered_map<std::string, AlbSlot> alb;  // group + '\n' + bucket
   bool is_nic = false;
+  // Profile mode: staleness interval of the device's interface counters
+  // (max(sample, device refresh)); 0 = the table's policy.
+  TimeNs counters_interval_ns = 0;
+  uint32_t unavailable = 0;  // Bit i = CatalogueSignals()[i] unavailable.
+  std::map<std::string, std::string> unavailable_reasons;
 };
 
 // Value conversions. Counters and gauges must be non-negative integers.
@@ -245,6 +256,32 @@ bool GetUint(const gnmi::TypedValue& v, uint64_t* out) {
     default:
       return false;
   }
+}
+
+// LLDP system names: a fully qualified name matches its short form; case
+// does not matter.
+bool SameSystemName(std::string_view reported, std::string_view device) {
+  auto short_name = [](std::string_view x) { return x.substr(0, x.find('.')); };
+  std::string_view a = short_name(reported), b = short_name(device);
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool SamePortName(std::string_view reported, std::string_view interface) {
+  if (reported.size() != interface.size()) return false;
+  for (size_t i = 0; i < reported.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(reported[i])) !=
+        std::tolower(static_cast<unsigned char>(interface[i]))) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool GetText(const gnmi::TypedValue& v, std::string_view* out) {
@@ -343,6 +380,26 @@ struct LinkStateTable::Impl {
       return it == dev.ports.end() ? nullptr : &ports[it->second];
     };
     const std::string& root = e[0]->name();
+    if (root == "lldp" && oc) {
+      // /lldp/interfaces/interface[name]/neighbors/neighbor[id]/state/<leaf>
+      if (n != 7 || !Is(*e[1], "interfaces") || !Is(*e[2], "interface") ||
+          !Is(*e[3], "neighbors") || !Is(*e[4], "neighbor") || !Is(*e[5], "state")) {
+        return Unknown();
+      }
+      Port* p = port_of(*e[2], "name");
+      if (p == nullptr) return Unknown();
+      std::string_view text;
+      if (e[6]->name() == "chassis-id") return true;
+      if (!GetText(val, &text)) return Bad();
+      if (e[6]->name() == "system-name") {
+        p->lldp_system = std::string(text);
+      } else if (e[6]->name() == "port-id") {
+        p->lldp_port = std::string(text);
+      } else {
+        return Unknown();
+      }
+      return true;
+    }
     if (root == "interfaces" && oc && Is(*e[1], "interface") && Is(*e[2], "state")) {
       Port* p = port_of(*e[1], "name");
       if (p == nullptr) return Unknown();
@@ -746,7 +803,41 @@ std::vector<LinkDirectionState> LinkStateTable::Compute(TimeNs now_ns) const {
                                   : static_cast<int64_t>(speed);
       }
       s.counter_resets = tx.resets + rx.resets;
-      s.stale = !s.has_rate || IsStale(s.last_fresh_ns, now_ns, options_.staleness);
+      {
+        // Devices that refresh slower than the sample interval (profile)
+        // stretch the staleness limit to their own interval.
+        StalenessPolicy pol = options_.staleness;
+        const TimeNs dev_interval =
+            std::max(im.devices.at(*s.tx_device).counters_interval_ns,
+                     octets == &rx.c[kInOctets] ? im.devices.at(*s.rx_device).counters_interval_ns
+                                                : TimeNs{0});
+        pol.sample_interval_ns = std::max(pol.sample_interval_ns, dev_interval);
+        s.stale = !s.has_rate || IsStale(s.last_fresh_ns, now_ns, pol);
+      }
+      s.unavailable_signals =
+          im.devices.at(*s.tx_device).unavailable | im.devices.at(*s.rx_device).unavailable;
+      {
+        // LLDP: each end that reports a neighbor must name the other end.
+        const auto& tx_end = d == 0 ? link.a() : link.b();
+        const auto& rx_end = d == 0 ? link.b() : link.a();
+        bool any = false;
+        for (int side = 0; side < 2; ++side) {
+          const Port& port = side == 0 ? tx : rx;
+          const auto& self = side == 0 ? tx_end : rx_end;
+          const auto& peer = side == 0 ? rx_end : tx_end;
+          if (port.lldp_system.empty() && port.lldp_port.empty()) continue;
+          any = true;
+          if (!SameSystemName(port.lldp_system, peer.device()) ||
+              (!port.lldp_port.empty() && !SamePortName(port.lldp_port, peer.interface()))) {
+            s.lldp = LldpCheck::kContradicted;
+            s.lldp_detail = self.device() + ":" + self.interface() + " reports neighbor " +
+                            port.lldp_system + " port " + port.lldp_port + ", topology says " +
+                            peer.device() + " " + peer.interface();
+            break;
+          }
+        }
+        if (any && s.lldp != LldpCheck::kContradicted) s.lldp = LldpCheck::kVerified;
+      }
       s.quality_band = s.oper == OperStatus::kDown
                            ? 0
                            : QualityBand(s.utilization, static_cast<double>(s.queue_depth_bytes),
@@ -897,6 +988,33 @@ std::vector<PathQuality> ComputePathQualities(const topology::TopologyIndex& ind
   return out;
 }
 
+void LinkStateTable::SetSignalAvailability(const SignalAvailability& a) {
+  auto dit = impl_->devices.find(a.target);
+  if (dit == impl_->devices.end()) return;
+  DeviceSlot& dev = dit->second;
+  const auto& all = CatalogueSignals();
+  const auto pos = std::find(all.begin(), all.end(), a.signal);
+  if (pos == all.end()) return;
+  const uint32_t bit = 1u << static_cast<uint32_t>(pos - all.begin());
+  if (a.available) {
+    dev.unavailable &= ~bit;
+    dev.unavailable_reasons.erase(a.signal);
+  } else {
+    dev.unavailable |= bit;
+    dev.unavailable_reasons[a.signal] = a.reason;
+  }
+  if (a.signal == "interface-counters") dev.counters_interval_ns = a.effective_interval_ns;
+}
+
+std::map<std::string, std::map<std::string, std::string>> LinkStateTable::UnavailableSignals()
+    const {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  for (const auto& [name, dev] : impl_->devices) {
+    if (!dev.unavailable_reasons.empty()) out[name] = dev.unavailable_reasons;
+  }
+  return out;
+}
+
 LinkTelemetry::LinkTelemetry(const topology::TopologyIndex& index, LinkStateOptions options,
                              const Clock* clock)
     : clock_(clock), table_(index, options) {}
@@ -914,7 +1032,13 @@ LinkSnapshot LinkTelemetry::Snapshot() const {
   snap.links = table_.Compute(snap.taken_at_ns);
   snap.alb_buckets = table_.AlbBuckets(snap.taken_at_ns);
   snap.stats = table_.stats();
+  snap.unavailable_signals = table_.UnavailableSignals();
   return snap;
+}
+
+void LinkTelemetry::OnSignalAvailability(const SignalAvailability& a) {
+  std::lock_guard<std::mutex> lock(mu_);
+  table_.SetSignalAvailability(a);
 }
 
 void LinkTelemetry::ResetDevice(const std::string& device) {

@@ -57,6 +57,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -72,6 +73,9 @@
 namespace loom::telemetry {
 
 enum class OperStatus : uint8_t { kUnknown = 0, kUp = 1, kDown = 2 };
+// What LLDP says of a link: no data, both reporting ends name the topology's
+// neighbor, or an end names someone else.
+enum class LldpCheck : uint8_t { kUnverified = 0, kVerified = 1, kContradicted = 2 };
 enum class Direction : uint8_t { kUp = 0, kDown = 1 };
 
 const char* OperStatusName(OperStatus s);
@@ -132,6 +136,11 @@ struct LinkDirectionState {
   double burst_gap_ns = 0;
   // NIC -> leaf direction only: largest packet spacing inside a burst; 0 = unknown.
   double intra_burst_gap_ns = 0;
+  // Catalogue signals (bit i = CatalogueSignals()[i], profile.h) that the tx
+  // or rx device does not serve: decisions needing them are off here.
+  uint32_t unavailable_signals = 0;
+  LldpCheck lldp = LldpCheck::kUnverified;
+  std::string lldp_detail;  // When contradicted.
 };
 
 struct AlbBucketState {
@@ -179,6 +188,11 @@ class LinkStateTable {
   size_t Apply(const std::string& target, const gnmi::Notification& n, TimeNs arrival_ns);
   // Explicit counter reset for every counter of `device` (e.g. it restarted).
   void ResetDevice(const std::string& device);
+  // What the collector learned about a signal of a device (profile mode):
+  // availability, and for interface-counters the staleness interval.
+  void SetSignalAvailability(const SignalAvailability& a);
+  // device -> signal -> reason, for the devices with unavailable signals.
+  std::map<std::string, std::map<std::string, std::string>> UnavailableSignals() const;
 
   // State of every link direction at local time `now_ns`; index 2*link + dir.
   std::vector<LinkDirectionState> Compute(TimeNs now_ns) const;
@@ -221,6 +235,8 @@ struct LinkSnapshot {
   std::vector<LinkDirectionState> links;  // Index 2*link + direction.
   std::vector<AlbBucketState> alb_buckets;
   IngestStats stats;
+  // device -> signal -> reason (profile mode).
+  std::map<std::string, std::map<std::string, std::string>> unavailable_signals;
 };
 
 // LinkTelemetry: the collector's sink that keeps link state current.
@@ -237,6 +253,7 @@ class LinkTelemetry final : public TelemetrySink {
                         TimeNs arrival_ns) override;
   LinkSnapshot Snapshot() const;
   void ResetDevice(const std::string& device);
+  void OnSignalAvailability(const SignalAvailability& a) override;
 
  private:
   const Clock* clock_;

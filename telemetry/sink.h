@@ -28,6 +28,16 @@
 
 namespace loom::telemetry {
 
+// What the collector learned about one signal of one device (profile mode).
+struct SignalAvailability {
+  std::string target;
+  std::string signal;  // Catalogue signal.
+  bool available = true;
+  std::string reason;  // When unavailable.
+  // max(sample interval, device refresh interval); 0 = unknown.
+  TimeNs effective_interval_ns = 0;
+};
+
 class TelemetrySink {
  public:
   virtual ~TelemetrySink() = default;
@@ -42,6 +52,9 @@ class TelemetrySink {
   virtual void OnTargetConnected(const std::string& /*target*/) {}
   virtual void OnTargetSynced(const std::string& /*target*/) {}
   virtual void OnTargetDisconnected(const std::string& /*target*/) {}
+  // A signal's availability or effective interval changed (profile mode).
+  // Called from the collector's supervisor thread.
+  virtual void OnSignalAvailability(const SignalAvailability& /*a*/) {}
 };
 
 // One path's latest value.

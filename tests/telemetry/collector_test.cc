@@ -39,7 +39,7 @@ gnmi::Notification Counters(const std::string& target, int t, uint64_t out_octet
 
 CollectorOptions OneTarget(const std::string& address) {
   CollectorOptions o;
-  o.targets.push_back({"leaf-0", address, SwitchSubscriptions(100 * kNsPerMs)});
+  o.targets.push_back(PlainTarget("leaf-0", address, SwitchSubscriptions(100 * kNsPerMs)));
   o.backoff.initial_ns = 1 * kSec;
   o.backoff.max_ns = 8 * kSec;
   o.seed = 42;
@@ -194,9 +194,9 @@ TEST(CollectorTest, BrokenTargetDoesNotDisturbHealthyOne) {
   lo.staleness.sample_interval_ns = 1 * kSec;
   LinkTelemetry telemetry(index, lo, &clock);
   CollectorOptions o;
-  o.targets.push_back({"leaf-0", good.address(), SwitchSubscriptions(kSec)});
-  o.targets.push_back({"leaf-1", junk.address(), SwitchSubscriptions(kSec)});
-  o.targets.push_back({"leaf-2", dead, SwitchSubscriptions(kSec)});
+  o.targets.push_back(PlainTarget("leaf-0", good.address(), SwitchSubscriptions(kSec)));
+  o.targets.push_back(PlainTarget("leaf-1", junk.address(), SwitchSubscriptions(kSec)));
+  o.targets.push_back(PlainTarget("leaf-2", dead, SwitchSubscriptions(kSec)));
   Collector collector(o, &telemetry, &clock);
   ASSERT_TRUE(collector.Start().ok());
   ASSERT_TRUE(WaitFor([&] {
