@@ -31,7 +31,8 @@ Commands:
   topology show                       devices and link counts of the loaded topology
   links list [--device D] [--drained] links with admin/oper state and live telemetry
                                       (utilization and DLB quality band 0-7 per
-                                      direction, lower->upper tier first; "?" = stale)
+                                      direction, lower->upper tier first; "?" = stale,
+                                      a quality of "?" = unknown) and the LLDP check
   links get LINK_ID                   one link
   links drain LINK_ID --reason TEXT   take a link out of service
   links undrain LINK_ID               return a drained link to service
@@ -46,6 +47,10 @@ Commands:
   render DEVICE --vendor junos|nxos|sonic
                                       the switch's desired state as vendor configuration
   device DEVICE                       a switch's desired vs applied state and sync status
+  devices [DEVICE]                    every device's telemetry source: platform, address,
+                                      connection, negotiated encoding and each signal's
+                                      state (live / stale / unavailable, with the reason);
+                                      with DEVICE, one line per signal
 
 Flags:
   --server HOST:PORT   loomd address
@@ -145,6 +150,10 @@ std::string DirCells(const v1::LinkStatus& l, bool quality) {
   std::string out;
   for (const auto& d : l.directions()) {
     if (!out.empty()) out += "/";
+    if (quality && d.quality_unknown()) {
+      out += "?";  // Unknown: no fresh data (never shown as a band).
+      continue;
+    }
     out += quality ? std::to_string(d.quality()) : Pct(d.utilization());
     if (d.stale()) out += "?";
   }
@@ -153,7 +162,7 @@ std::string DirCells(const v1::LinkStatus& l, bool quality) {
 
 void PrintLinks(const google::protobuf::RepeatedPtrField<v1::LinkStatus>& links, const Ctx&) {
   Table t({"LINK", "CAPACITY", "ADMIN", "OPER", "UTIL UP/DOWN", "QUALITY", "QUEUE PEAK",
-           "PFC PAUSE", "DRAIN REASON"});
+           "PFC PAUSE", "LLDP", "DRAIN REASON"});
   for (const auto& l : links) {
     uint64_t peak = 0;
     double pause = 0;
@@ -165,9 +174,74 @@ void PrintLinks(const google::protobuf::RepeatedPtrField<v1::LinkStatus>& links,
            Short(v1::LinkAdminState_Name(l.admin_state()), "LINK_ADMIN_STATE_"),
            Short(v1::LinkOperState_Name(l.oper_state()), "LINK_OPER_STATE_"), DirCells(l, false),
            DirCells(l, true), l.directions().empty() ? "-" : std::to_string(peak / 1024) + "KiB",
-           l.directions().empty() ? "-" : Pct(pause), l.drain_reason()});
+           l.directions().empty() ? "-" : Pct(pause),
+           Short(v1::LldpCheckState_Name(l.lldp()), "LLDP_CHECK_STATE_"), l.drain_reason()});
   }
   t.Print(std::cout);
+}
+
+std::string SignalStateText(v1::SignalState s) {
+  return Short(v1::SignalState_Name(s), "SIGNAL_STATE_");
+}
+
+std::string Millis(int64_t ms) {
+  if (ms < 0) return "-";
+  if (ms < 10'000) return std::to_string(ms) + "ms";
+  return std::to_string(ms / 1000) + "s";
+}
+
+void PrintDevices(const v1::ListDevicesResponse& resp, bool one) {
+  if (one && resp.devices_size() == 1) {
+    const auto& d = resp.devices(0);
+    std::cout << "device:    " << d.id() << "\n"
+              << "role:      " << Short(v1::DeviceRole_Name(d.role()), "DEVICE_ROLE_") << "\n"
+              << "platform:  " << (d.platform().empty() ? "-" : d.platform()) << "\n"
+              << "address:   " << (d.address().empty() ? "-" : d.address()) << "\n"
+              << "state:     " << d.state() << "\n"
+              << "encoding:  " << (d.encoding().empty() ? "-" : d.encoding()) << "\n"
+              << "errors:    " << d.stream_errors() << " stream, " << d.rejected_updates()
+              << " rejected updates"
+              << (d.last_error().empty() ? "" : " (last: " + d.last_error() + ")") << "\n"
+              << "budget:    "
+              << (d.max_prefixes() ? std::to_string(d.max_prefixes()) + " prefixes" : "unlimited")
+              << (d.fib_size() ? ", FIB " + std::to_string(d.fib_size()) : "") << "\n\n";
+    Table t({"SIGNAL", "STATE", "MODE", "REFRESH", "LAST SAMPLE", "UPDATES", "MAPPING", "REASON"});
+    for (const auto& s : d.signals()) {
+      std::string reason = s.reason();
+      if (s.retry_in_ms() > 0) reason += " (retry in " + Millis(s.retry_in_ms()) + ")";
+      t.Add({s.signal(), SignalStateText(s.state()), s.mode().empty() ? "-" : s.mode(),
+             s.refresh_interval_ms() ? Millis(s.refresh_interval_ms()) : "-",
+             s.last_sample_age_ms() < 0 ? "-" : Millis(s.last_sample_age_ms()) + " ago",
+             std::to_string(s.updates()), s.mark().empty() ? "-" : s.mark(), reason});
+    }
+    t.Print(std::cout);
+    return;
+  }
+  Table t({"DEVICE", "ROLE", "PLATFORM", "ADDRESS", "STATE", "ENCODING", "LIVE", "STALE",
+           "UNAVAILABLE", "PENDING", "LAST ERROR"});
+  Table why({"DEVICE", "SIGNAL", "STATE", "REASON"});
+  for (const auto& d : resp.devices()) {
+    int n[5] = {0, 0, 0, 0, 0};
+    for (const auto& s : d.signals()) {
+      ++n[s.state() >= 0 && s.state() <= 4 ? s.state() : 0];
+      if (s.state() == v1::SIGNAL_STATE_UNAVAILABLE || s.state() == v1::SIGNAL_STATE_STALE) {
+        why.Add({d.id(), s.signal(), SignalStateText(s.state()), s.reason()});
+      }
+    }
+    const bool sig = d.signals_size() > 0;
+    t.Add({d.id(), Short(v1::DeviceRole_Name(d.role()), "DEVICE_ROLE_"),
+           d.platform().empty() ? "-" : d.platform(), d.address().empty() ? "-" : d.address(),
+           d.state(), d.encoding().empty() ? "-" : d.encoding(),
+           sig ? std::to_string(n[v1::SIGNAL_STATE_LIVE]) : "-",
+           sig ? std::to_string(n[v1::SIGNAL_STATE_STALE]) : "-",
+           sig ? std::to_string(n[v1::SIGNAL_STATE_UNAVAILABLE]) : "-",
+           sig ? std::to_string(n[v1::SIGNAL_STATE_PENDING]) : "-", d.last_error()});
+  }
+  t.Print(std::cout);
+  if (why.size() > 0) {
+    std::cout << "\n";
+    why.Print(std::cout);
+  }
 }
 
 void PrintJobs(const google::protobuf::RepeatedPtrField<v1::Job>& jobs) {
@@ -264,6 +338,22 @@ int CmdTopology(Ctx& ctx, const std::vector<std::string>& args) {
             std::to_string(link_count[d.id()])});
   }
   sw.Print(std::cout);
+  return 0;
+}
+
+int CmdDevices(Ctx& ctx, const std::vector<std::string>& args) {
+  grpc::ClientContext c;
+  SetDeadline(&c, ctx);
+  v1::ListDevicesRequest req;
+  if (!args.empty()) req.set_device(args[0]);
+  v1::ListDevicesResponse resp;
+  auto s = ctx.fabric->ListDevices(&c, req, &resp);
+  if (!s.ok()) return Report(s, ctx);
+  if (ctx.json) {
+    std::cout << ToJson(resp);
+  } else {
+    PrintDevices(resp, !args.empty());
+  }
   return 0;
 }
 
@@ -551,6 +641,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest(pos.begin() + 1, pos.end());
   if (cmd == "topology") return CmdTopology(ctx, rest);
   if (cmd == "links") return CmdLinks(ctx, rest, flags);
+  if (cmd == "devices") return CmdDevices(ctx, rest);
   if (cmd == "jobs") return CmdJobs(ctx, rest, flags);
   if (cmd == "watch") return CmdWatch(ctx, rest, flags, /*follow=*/true);
   if (cmd == "events") return CmdWatch(ctx, rest, flags, /*follow=*/false);

@@ -230,6 +230,24 @@ grpc::ServerWriteReactor<v1::WatchEventsResponse>* FabricServiceImpl::WatchEvent
       options_.watch_queue_limit);
 }
 
+grpc::ServerUnaryReactor* FabricServiceImpl::ListDevices(grpc::CallbackServerContext* ctx,
+                                                         const v1::ListDevicesRequest* req,
+                                                         v1::ListDevicesResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (!options_.list_devices) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no device inventory"));
+    return reactor;
+  }
+  if (!req->device().empty() && controller_.topology().FindDevice(req->device()) == nullptr) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                 "device: \"" + req->device() + "\" is not in the topology"));
+    return reactor;
+  }
+  *resp = options_.list_devices(req->device());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* FabricServiceImpl::GetDeviceState(grpc::CallbackServerContext* ctx,
                                                             const v1::GetDeviceStateRequest* req,
                                                             v1::GetDeviceStateResponse* resp) {

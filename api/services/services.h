@@ -11,6 +11,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
+
 #include "common/status.h"
 #include "controller/core/controller.h"
 #include "loom/v1/fabric_service.grpc.pb.h"
@@ -22,6 +24,10 @@ grpc::Status ToGrpc(const Status& s);
 
 struct ServiceOptions {
   size_t watch_queue_limit = 10'000;
+  // ListDevices: every device with its telemetry source and signal states
+  // (filled by loomd from the inventory and the collector; any thread, must
+  // not block). Unset = UNIMPLEMENTED.
+  std::function<loom::v1::ListDevicesResponse(const std::string& device)> list_devices;
 };
 
 class FabricServiceImpl final : public loom::v1::FabricService::CallbackService {
@@ -35,6 +41,9 @@ class FabricServiceImpl final : public loom::v1::FabricService::CallbackService 
   grpc::ServerUnaryReactor* ListLinks(grpc::CallbackServerContext* ctx,
                                       const loom::v1::ListLinksRequest* req,
                                       loom::v1::ListLinksResponse* resp) override;
+  grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* ctx,
+                                        const loom::v1::ListDevicesRequest* req,
+                                        loom::v1::ListDevicesResponse* resp) override;
   grpc::ServerUnaryReactor* GetLink(grpc::CallbackServerContext* ctx,
                                     const loom::v1::GetLinkRequest* req,
                                     loom::v1::GetLinkResponse* resp) override;

@@ -9,6 +9,7 @@
 #include "common/text.h"
 #include "controller/core/job_validation.h"
 #include "controller/te/next_hops.h"
+#include "telemetry/profile.h"
 
 namespace loom::controller {
 
@@ -341,7 +342,100 @@ std::set<std::string> Controller::DownLinks() const {
     if (st == v1::LINK_OPER_STATE_DOWN) down.insert(id);
   }
   for (const auto& id : adaptive_.removed_links()) down.insert(id);
+  for (const auto& [id, why] : lldp_excluded_) down.insert(id);
   return down;
+}
+
+namespace {
+
+// What Loom stops doing for a device's links when it lacks a signal.
+std::string SignalConsequence(const std::string& signal) {
+  if (signal == "interface-counters") {
+    return "its links' rates and quality are unknown; GLB, ALB and hotspot remediation do not act "
+           "on them";
+  }
+  if (signal == "oper-status") return "link state comes from counters only";
+  if (signal == "pfc-counters" || signal == "pfc-pause-duration") {
+    return "PFC pause figures are unavailable: PFC storm detection is off for its links";
+  }
+  if (signal == "pfc-watchdog") return "PFC watchdog storms are not seen on its links";
+  if (signal == "ecn-marks" || signal == "queue-depth" || signal == "queue-watermark") {
+    return "its links' quality uses utilization only";
+  }
+  if (signal == "nic-roce") return "CNP and retransmission figures are unavailable for its links";
+  if (signal == "alb-buckets") return "ALB bucket rebalancing is off on it";
+  if (signal == "lldp") return "its links stay unverified by LLDP";
+  if (signal == "port-speed") return "degraded (lane-loss) capacity is not detected on its links";
+  return "decisions that need it are off";
+}
+
+}  // namespace
+
+bool Controller::CheckTelemetrySources(std::vector<v1::Event>* events) {
+  // Signals that became unavailable / available again.
+  const auto& now_unavail = snapshot_->unavailable_signals;
+  for (const auto& [device, sigs] : now_unavail) {
+    const auto before = unavailable_signals_.find(device);
+    for (const auto& [signal, reason] : sigs) {
+      if (before != unavailable_signals_.end() && before->second.count(signal)) continue;
+      v1::Event ev = NewEvent(v1::EVENT_TYPE_TELEMETRY_SIGNAL_CHANGED, device);
+      ev.set_severity(v1::SEVERITY_WARNING);
+      ev.set_cause("telemetry: " + device + " does not serve " + signal + " (" + reason + ")");
+      ev.set_action(SignalConsequence(signal));
+      events->push_back(std::move(ev));
+    }
+  }
+  for (const auto& [device, sigs] : unavailable_signals_) {
+    const auto now = now_unavail.find(device);
+    for (const auto& [signal, reason] : sigs) {
+      if (now != now_unavail.end() && now->second.count(signal)) continue;
+      v1::Event ev = NewEvent(v1::EVENT_TYPE_TELEMETRY_SIGNAL_CHANGED, device);
+      ev.set_severity(v1::SEVERITY_INFO);
+      ev.set_cause("telemetry: " + device + " serves " + signal + " again");
+      ev.set_action("decisions that need it are back on");
+      events->push_back(std::move(ev));
+    }
+  }
+  unavailable_signals_ = now_unavail;
+  // LLDP: contradicted links (and, if configured, unverified ones) leave
+  // placement; host links only when configured.
+  std::map<std::string, std::string> excluded;
+  const auto& links = topo_->topology().links();
+  for (int i = 0; i < links.size(); ++i) {
+    const size_t a = static_cast<size_t>(2 * i);
+    if (a >= snapshot_->links.size()) break;
+    const auto& d = snapshot_->links[a];
+    const bool host_link = topo_->FindDevice(links[i].a().device()) != nullptr &&
+                           topo_->FindDevice(links[i].a().device())->role() == v1::DEVICE_ROLE_NIC;
+    if (host_link && !options_.lldp_check_host_links) continue;
+    if (d.lldp == loom::telemetry::LldpCheck::kContradicted) {
+      excluded[links[i].id()] = d.lldp_detail;
+    } else if (d.lldp == loom::telemetry::LldpCheck::kUnverified &&
+               options_.lldp_exclude_unverified) {
+      excluded[links[i].id()] = "no LLDP data (lldp.exclude_unverified)";
+    }
+  }
+  bool changed = false;
+  for (const auto& [id, why] : excluded) {
+    if (lldp_excluded_.count(id)) continue;
+    changed = true;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_LLDP_CHECK_CHANGED, id);
+    ev.set_severity(v1::SEVERITY_CRITICAL);
+    ev.set_cause("LLDP: " + why);
+    ev.set_action("took the link out of placement");
+    events->push_back(std::move(ev));
+  }
+  for (const auto& [id, why] : lldp_excluded_) {
+    if (excluded.count(id)) continue;
+    changed = true;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_LLDP_CHECK_CHANGED, id);
+    ev.set_severity(v1::SEVERITY_INFO);
+    ev.set_cause("LLDP: the link agrees with the topology again");
+    ev.set_action("returned the link to placement");
+    events->push_back(std::move(ev));
+  }
+  lldp_excluded_ = std::move(excluded);
+  return changed;
 }
 
 void Controller::SetAssignment(v1::Job* job, const v1::PathAssignment& a, uint64_t revision,
@@ -616,9 +710,27 @@ v1::LinkStatus Controller::MakeLinkStatus(const v1::Link& link) const {
       out->set_pfc_pause_ratio(d.pfc_pause_ratio);
       out->set_drops_pps(d.drops_pps);
       out->set_errors_pps(d.errors_pps);
-      out->set_quality(static_cast<uint32_t>(d.quality_band));
       out->set_stale(d.stale);
       out->set_pfc_stormed(d.pfc_stormed);
+      const auto& sigs = telemetry::CatalogueSignals();
+      for (size_t b = 0; b < sigs.size(); ++b) {
+        if (d.unavailable_signals & (1u << b)) out->add_unavailable_signals(sigs[b]);
+      }
+      if (d.stale) {
+        // A quality judged from no data is no quality (never "7 = best").
+        out->set_quality_unknown(true);
+        out->set_quality_note(
+            (d.unavailable_signals & 1u) != 0
+                ? "interface counters unavailable on " + (d.tx_device ? *d.tx_device : "") +
+                      " or " + (d.rx_device ? *d.rx_device : "")
+                : std::string(d.has_rate ? "stale telemetry" : "no telemetry yet"));
+      } else {
+        out->set_quality(static_cast<uint32_t>(d.quality_band));
+      }
+      if (dir == 0) {
+        st.set_lldp(static_cast<v1::LldpCheckState>(d.lldp));
+        st.set_lldp_detail(d.lldp_detail);
+      }
       if (d.last_sample_ns > 0) {
         *out->mutable_sample_time() = TimeUtil::NanosecondsToTimestamp(d.last_sample_ns);
       }
@@ -950,6 +1062,15 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
     m.events.push_back(AdaptiveToEvent(a));
   }
   placement_relevant |= assess.removed_changed;
+  {
+    const size_t first = m.events.size();
+    if (CheckTelemetrySources(&m.events)) {
+      placement_relevant = true;
+      for (size_t i = first; i < m.events.size(); ++i) {
+        if (m.events[i].type() == v1::EVENT_TYPE_LLDP_CHECK_CHANGED) placement_events.push_back(i);
+      }
+    }
+  }
   if (assess.hotspot_onset && options_.reoptimize_interval_ns > 0) reoptimize_pending_ = true;
   loom::te::Placement saved = placement_;
   std::map<std::string, v1::Job> updated;
@@ -963,6 +1084,7 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
                (state == v1::LINK_OPER_STATE_DOWN ? " down" : " up");
     }
     if (assess.removed_changed) cause += std::string(cause.empty() ? "" : ", ") + "remediation";
+    if (!lldp_excluded_.empty()) cause += std::string(cause.empty() ? "" : ", ") + "LLDP check";
     int moved = RecomputeInto(m, cause + " (telemetry)", &updated);
     for (size_t i : placement_events) {
       m.events[i].set_result(std::to_string(moved) + " job(s) re-placed");

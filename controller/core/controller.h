@@ -59,6 +59,10 @@ struct ControllerOptions {
   bool recompute_on_overload = true;
   // GLB, ALB, DLB tuning and remediation (controller/core/adaptive_engine.h).
   AdaptiveOptions adaptive;
+  // LLDP check: keep links without LLDP data out of placement too, and
+  // check NIC-leaf links (only where hosts send LLDP).
+  bool lldp_exclude_unverified = false;
+  bool lldp_check_host_links = false;
 };
 
 struct PolicyInstallResult {
@@ -205,6 +209,14 @@ class Controller {
   void PushDesired();
   uint64_t policy_version_ = 0;
   std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot_;
+  // Telemetry signals devices do not serve (device -> signal -> reason), as
+  // last reported in events.
+  std::map<std::string, std::map<std::string, std::string>> unavailable_signals_;
+  // Links LLDP keeps out of placement (link -> why).
+  std::map<std::string, std::string> lldp_excluded_;
+  // Events for signal availability changes; true when placement must be
+  // recomputed (LLDP exclusions changed).
+  bool CheckTelemetrySources(std::vector<v1::Event>* events);
   Reconciler reconciler_;
   bool desired_dirty_ = true;
   // Measured demand: EWMA of measured / modelled NIC send rate per job.

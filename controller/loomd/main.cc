@@ -32,6 +32,7 @@
 #include "common/log.h"
 #include "controller/core/controller.h"
 #include "controller/loomd/config.h"
+#include "controller/loomd/inventory.h"
 #include "controller/store/store.h"
 #include "policy/policy_engine.h"
 #include "sim-fabric/embedded.h"
@@ -42,6 +43,7 @@
 #include "southbound/wire/composite_driver.h"
 #include "telemetry/collector.h"
 #include "telemetry/link_state.h"
+#include "telemetry/profile.h"
 
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "0.0.0"
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   // The embedded emulator (default run): loomd drives it through the same
@@ -170,6 +173,24 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  copts.lldp_exclude_unverified = config.lldp().exclude_unverified();
+  copts.lldp_check_host_links = config.lldp().check_host_links();
+  // Telemetry platform profiles: the shipped ones, then the user's.
+  auto load_profiles = [](const loom::v1::LoomdConfig& c, loom::telemetry::ProfileSet* set,
+                          std::string* err) {
+    std::vector<std::string> dirs;
+    const std::string shipped = loom::telemetry::ShippedProfileDir();
+    if (shipped.empty()) {
+      *err =
+          "cannot find the shipped telemetry profiles (telemetry/profiles); set LOOM_PROFILE_DIR";
+      return false;
+    }
+    dirs.push_back(shipped);
+    for (const auto& d : c.profile_dirs()) dirs.push_back(d);
+    return loom::telemetry::LoadProfiles(dirs, set, err);
+  };
+  loom::telemetry::ProfileSet profiles;
+  if (!load_profiles(config, &profiles, &error)) return Fail(2, error);
   loom::controller::Controller controller(io, clock, *store, index, *registry, copts);
   if (emulator) controller.AddDriver(emulator->driver());
 
@@ -309,23 +330,25 @@ int main(int argc, char** argv) {
   // With the emulator, staleness is judged in the emulator's virtual time.
   loom::telemetry::LinkTelemetry link_telemetry(*index, lopts,
                                                 emulator ? &emulator->clock() : &clock);
-  loom::telemetry::CollectorOptions collector_opts;
-  std::map<std::string, std::string> target_address;
-  if (!config.telemetry_address().empty()) {
-    for (const auto& d : index->topology().devices()) {
-      if (d.role() == loom::v1::DEVICE_ROLE_LEAF || d.role() == loom::v1::DEVICE_ROLE_SPINE ||
-          d.role() == loom::v1::DEVICE_ROLE_SUPER_SPINE) {
-        target_address[d.id()] = config.telemetry_address();
-      }
-    }
+  // The device inventory (config devices over device_defaults; the legacy
+  // telemetry_address / telemetry_targets become loom-fabric entries).
+  auto inventory = std::make_shared<loom::loomd::Inventory>();
+  std::mutex inventory_mu;
+  if (!loom::loomd::ResolveInventory(config, index->topology(), profiles, inventory.get(),
+                                     &error)) {
+    work.reset();
+    io.stop();
+    core.join();
+    return Fail(2, "inventory: " + error);
   }
-  for (const auto& t : config.telemetry_targets()) target_address[t.name()] = t.address();
-  for (const auto& [name, address] : target_address) {
-    loom::telemetry::TargetConfig t;
-    t.name = name;
-    t.address = address;
-    t.subscriptions = loom::telemetry::SwitchSubscriptions(interval);
-    collector_opts.targets.push_back(std::move(t));
+  loom::telemetry::CollectorOptions collector_opts;
+  collector_opts.stale_after_intervals = static_cast<int>(config.telemetry_stale_intervals());
+  if (!loom::loomd::BuildTelemetryTargets(*inventory, index->topology(), profiles, interval,
+                                          &collector_opts.targets, &error)) {
+    work.reset();
+    io.stop();
+    core.join();
+    return Fail(2, "inventory: " + error);
   }
   loom::telemetry::Collector collector(collector_opts, &link_telemetry, &clock);
   std::mutex snap_mu;
@@ -341,6 +364,18 @@ int main(int argc, char** argv) {
                             .Help("gNMI streams that failed or broke, summed over targets")
                             .Register(*registry)
                             .Add({});
+  auto& signal_gauges =
+      prometheus::BuildGauge()
+          .Name("loom_telemetry_signals")
+          .Help("Device telemetry signals by state (live, stale, unavailable, pending)")
+          .Register(*registry);
+  auto& reject_gauge = prometheus::BuildGauge()
+                           .Name("loom_telemetry_subscribe_rejects")
+                           .Help(
+                               "Subscribe requests targets rejected (bad path, mode, origin), "
+                               "summed over targets")
+                           .Register(*registry)
+                           .Add({});
   // Every interval: hand the controller a fresh link snapshot and publish the
   // collector's target health.
   auto snapshot_loop = [&] {
@@ -350,27 +385,40 @@ int main(int argc, char** argv) {
       controller.OnLinkSnapshot(
           std::make_shared<const loom::telemetry::LinkSnapshot>(link_telemetry.Snapshot()));
       int connected = 0, synced = 0, down = 0;
-      double errors = 0;
+      double errors = 0, rejects = 0;
+      std::map<std::pair<std::string, std::string>, int> by_state;
+      for (const auto& sig : loom::telemetry::CatalogueSignals()) {
+        for (const char* st : {"live", "stale", "unavailable", "pending"}) by_state[{sig, st}] = 0;
+      }
       for (const auto& h : collector.Health()) {
         connected += h.connected;
         synced += h.synced;
         down += !h.connected;
         errors += static_cast<double>(h.stream_errors);
+        rejects += static_cast<double>(h.subscribe_rejects);
+        for (const auto& sh : h.signals) {
+          ++by_state[{sh.signal, loom::telemetry::SignalStateName(sh.state)}];
+        }
       }
       target_gauges.Add({{"state", "connected"}}).Set(connected);
       target_gauges.Add({{"state", "synced"}}).Set(synced);
       target_gauges.Add({{"state", "down"}}).Set(down);
       target_errors.Set(errors);
+      reject_gauge.Set(rejects);
+      for (const auto& [key, n] : by_state) {
+        signal_gauges.Add({{"signal", key.first}, {"state", key.second}}).Set(n);
+      }
       lock.lock();
     }
   };
+  // Started even without targets, so that a SIGHUP reload can add some.
+  if (loom::Status s = collector.Start(); !s.ok()) {
+    work.reset();
+    io.stop();
+    core.join();
+    return Fail(2, "telemetry: " + s.message());
+  }
   if (!collector_opts.targets.empty()) {
-    if (loom::Status s = collector.Start(); !s.ok()) {
-      work.reset();
-      io.stop();
-      core.join();
-      return Fail(2, "telemetry: " + s.message());
-    }
     snapshots = std::thread(snapshot_loop);
     LOG_INFO("telemetry collector started")
         .With("targets", static_cast<uint64_t>(collector_opts.targets.size()))
@@ -434,6 +482,16 @@ int main(int argc, char** argv) {
 
   loom::api::ServiceOptions sopts;
   sopts.watch_queue_limit = config.event_retention() + 10'000;
+  const bool embedded = emulator != nullptr;
+  sopts.list_devices = [&, embedded](const std::string& device) {
+    std::shared_ptr<loom::loomd::Inventory> inv;
+    {
+      std::lock_guard<std::mutex> lock(inventory_mu);
+      inv = inventory;
+    }
+    return loom::loomd::DeviceStatuses(*inv, index->topology(), collector.Health(), clock.Now(),
+                                       embedded, device);
+  };
   loom::api::ApiServer server(controller, *registry, sopts);
   if (loom::Status s = server.Start(config.grpc_listen()); !s.ok()) {
     stop_telemetry();
@@ -463,7 +521,41 @@ int main(int argc, char** argv) {
   }
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  for (;;) {
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) break;
+    // Reload: the inventory (and profiles) from the same command line and
+    // config file. Unchanged targets keep their streams.
+    loom::v1::LoomdConfig fresh;
+    std::string err;
+    loom::telemetry::ProfileSet fresh_profiles;
+    auto inv = std::make_shared<loom::loomd::Inventory>();
+    std::vector<loom::telemetry::TargetConfig> targets;
+    if (loom::loomd::LoadConfig(argc, argv, &fresh, &err) != loom::loomd::ConfigResult::kOk) {
+      LOG_ERROR("reload refused: configuration").With("error", err);
+      continue;
+    }
+    if (fresh.telemetry_address().empty()) fresh.set_telemetry_address(config.telemetry_address());
+    if (!load_profiles(fresh, &fresh_profiles, &err) ||
+        !loom::loomd::ResolveInventory(fresh, index->topology(), fresh_profiles, inv.get(), &err) ||
+        !loom::loomd::BuildTelemetryTargets(*inv, index->topology(), fresh_profiles, interval,
+                                            &targets, &err)) {
+      LOG_ERROR("reload refused: inventory").With("error", err);
+      continue;
+    }
+    const bool had_targets = !collector.Health().empty();
+    if (loom::Status s = collector.UpdateTargets(std::move(targets)); !s.ok()) {
+      LOG_ERROR("reload refused: telemetry").With("error", s.message());
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(inventory_mu);
+      inventory = inv;
+    }
+    if (!had_targets && !snapshots.joinable()) snapshots = std::thread(snapshot_loop);
+    LOG_INFO("configuration reloaded (SIGHUP)")
+        .With("devices_with_telemetry", static_cast<uint64_t>(collector.Health().size()));
+  }
   LOG_INFO("shutting down").With("signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
   server.Shutdown(std::chrono::milliseconds(2000));
   stop_telemetry();

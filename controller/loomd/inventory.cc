@@ -1,0 +1,295 @@
+#include "controller/loomd/inventory.h"
+
+#include <fnmatch.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "controller/loomd/config.h"
+
+namespace loom::loomd {
+namespace {
+
+bool IsSwitch(v1::DeviceRole r) {
+  return r == v1::DEVICE_ROLE_LEAF || r == v1::DEVICE_ROLE_SPINE ||
+         r == v1::DEVICE_ROLE_SUPER_SPINE;
+}
+
+// Catalogue signals that do not apply to a role (never subscribed or listed).
+bool AppliesTo(const std::string& signal, v1::DeviceRole role) {
+  if (role == v1::DEVICE_ROLE_NIC) {
+    return signal != "queue-counters" && signal != "ecn-marks" && signal != "queue-watermark" &&
+           signal != "queue-depth" && signal != "pfc-watchdog" && signal != "alb-buckets";
+  }
+  return signal != "nic-roce";
+}
+
+bool ReadCredentials(const std::string& ref, std::string* user, std::string* password,
+                     std::string* error) {
+  std::string text;
+  if (ref.rfind("env:", 0) == 0) {
+    const char* v = std::getenv(ref.substr(4).c_str());
+    if (v == nullptr) {
+      *error = "environment variable " + ref.substr(4) + " is not set";
+      return false;
+    }
+    text = v;
+  } else if (ref.rfind("file:", 0) == 0) {
+    std::ifstream in(ref.substr(5));
+    if (!in || !std::getline(in, text)) {
+      *error = "cannot read " + ref.substr(5);
+      return false;
+    }
+  } else {
+    *error = "must be env:VAR or file:PATH";
+    return false;
+  }
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos || colon == 0) {
+    *error = "the secret must be user:password";
+    return false;
+  }
+  *user = text.substr(0, colon);
+  *password = text.substr(colon + 1);
+  return true;
+}
+
+}  // namespace
+
+bool GlobMatch(const std::string& pattern, const std::string& text) {
+  return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+bool ResolveInventory(const v1::LoomdConfig& config, const v1::Topology& topology,
+                      const telemetry::ProfileSet& profiles, Inventory* out, std::string* error) {
+  std::map<std::string, v1::DeviceRole> roles;
+  for (const auto& d : topology.devices()) roles[d.id()] = d.role();
+  out->devices.clear();
+  for (const auto& d : topology.devices()) out->devices[d.id()].set_id(d.id());
+  // Legacy single-server and per-target fields.
+  if (!config.telemetry_address().empty()) {
+    for (const auto& d : topology.devices()) {
+      if (!IsSwitch(d.role())) continue;
+      auto* g = out->devices[d.id()].mutable_gnmi();
+      g->set_address(config.telemetry_address());
+      g->set_platform("loom-fabric");
+    }
+  }
+  for (int i = 0; i < config.telemetry_targets_size(); ++i) {
+    const auto& t = config.telemetry_targets(i);
+    if (!roles.count(t.name())) {
+      *error = "telemetry_targets[" + std::to_string(i) + "] (" + t.name() +
+               "): not a device of the topology";
+      return false;
+    }
+    auto* g = out->devices[t.name()].mutable_gnmi();
+    g->set_address(t.address());
+    if (g->platform().empty()) g->set_platform("loom-fabric");
+  }
+  for (int k = 0; k < config.device_defaults_size(); ++k) {
+    const auto& def = config.device_defaults(k);
+    if (!def.device().id().empty()) {
+      *error = "device_defaults[" + std::to_string(k) + "].device.id: must be empty in defaults";
+      return false;
+    }
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < config.devices_size(); ++i) {
+    const auto& d = config.devices(i);
+    const std::string where = "devices[" + std::to_string(i) + "] (" + d.id() + ")";
+    if (d.id().empty()) {
+      *error = "devices[" + std::to_string(i) + "].id: required";
+      return false;
+    }
+    if (!roles.count(d.id())) {
+      *error = where + ": not a device of the topology (the inventory lists topology devices only)";
+      return false;
+    }
+    if (!seen.insert(d.id()).second) {
+      *error = where + ": listed twice";
+      return false;
+    }
+  }
+  // Defaults in order, then the device's own entry.
+  for (auto& [id, entry] : out->devices) {
+    for (const auto& def : config.device_defaults()) {
+      if (def.role() != v1::DEVICE_ROLE_UNSPECIFIED && def.role() != roles[id]) continue;
+      if (!def.name_pattern().empty() && !GlobMatch(def.name_pattern(), id)) continue;
+      entry.MergeFrom(def.device());
+    }
+    for (const auto& d : config.devices()) {
+      if (d.id() == id) entry.MergeFrom(d);
+    }
+    entry.set_id(id);
+    auto* g = entry.mutable_gnmi();
+    // "{id}" in the address.
+    std::string addr = g->address();
+    for (size_t p = addr.find("{id}"); p != std::string::npos; p = addr.find("{id}")) {
+      addr.replace(p, 4, id);
+    }
+    g->set_address(addr);
+    const std::string where = "device " + id;
+    if (!addr.empty()) {
+      std::string host;
+      int port = 0;
+      if (!SplitHostPort(addr, &host, &port) || port == 0) {
+        *error = where + ": gnmi.address \"" + addr + "\" is not host:port";
+        return false;
+      }
+      if (g->platform().empty()) {
+        *error = where +
+                 ": gnmi.platform is required with an address (sonic, eos, junos, nxos, "
+                 "cumulus, host, openconfig, loom-fabric)";
+        return false;
+      }
+    }
+    if (!g->platform().empty() && !profiles.profiles.count(g->platform())) {
+      std::string known;
+      for (const auto& [name, _] : profiles.profiles) known += (known.empty() ? "" : ", ") + name;
+      *error =
+          where + ": gnmi.platform \"" + g->platform() + "\" has no profile (known: " + known + ")";
+      return false;
+    }
+    for (const auto& e : g->encodings()) {
+      if (e != "PROTO" && e != "JSON_IETF" && e != "JSON") {
+        *error = where + ": gnmi.encodings: unknown encoding \"" + e + "\"";
+        return false;
+      }
+    }
+    const auto& tls = g->tls();
+    if (g->has_tls() && (!tls.insecure() || !tls.ca_path().empty() || !tls.cert_path().empty() ||
+                         !tls.key_path().empty())) {
+      *error = where +
+               ": gnmi.tls: only {\"insecure\": true} is supported so far (TLS comes with the "
+               "security work)";
+      return false;
+    }
+    if (!entry.interface_aliases().empty()) {
+      std::set<std::string> names;
+      for (const auto& l : topology.links()) {
+        for (const auto* e : {&l.a(), &l.b()}) {
+          if (e->device() == id) names.insert(e->interface());
+        }
+      }
+      for (const auto& [alias, name] : entry.interface_aliases()) {
+        if (!names.count(name)) {
+          *error = where + ": interface_aliases[" + alias + "]: \"" + name +
+                   "\" is not an interface of the device in the topology";
+          return false;
+        }
+      }
+    }
+    if (roles[id] != v1::DEVICE_ROLE_NIC && entry.has_nic()) {
+      *error = where + ": nic capabilities on a device that is not a NIC";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool BuildTelemetryTargets(const Inventory& inventory, const v1::Topology& topology,
+                           const telemetry::ProfileSet& profiles, TimeNs sample_interval_ns,
+                           std::vector<telemetry::TargetConfig>* out, std::string* error) {
+  std::map<std::string, v1::DeviceRole> roles;
+  for (const auto& d : topology.devices()) roles[d.id()] = d.role();
+  out->clear();
+  for (const auto& [id, entry] : inventory.devices) {
+    const auto& g = entry.gnmi();
+    if (g.address().empty()) continue;
+    telemetry::TargetConfig t;
+    t.name = id;
+    t.address = g.address();
+    // Only the signals that apply to the device's role.
+    auto profile = std::make_shared<v1::TelemetryProfile>(profiles.profiles.at(g.platform()));
+    const v1::DeviceRole role = roles[id];
+    auto* sigs = profile->mutable_signals();
+    for (int i = sigs->size() - 1; i >= 0; --i) {
+      if (!AppliesTo(sigs->Get(i).signal(), role)) sigs->DeleteSubrange(i, 1);
+    }
+    auto* un = profile->mutable_unserved();
+    for (int i = un->size() - 1; i >= 0; --i) {
+      if (!AppliesTo(un->Get(i).signal(), role)) un->DeleteSubrange(i, 1);
+    }
+    t.profile = std::move(profile);
+    for (const auto& e : g.encodings()) t.encodings.push_back(e);
+    t.request_target = g.target_name();
+    t.sample_interval_ns =
+        g.sample_interval_ms() > 0 ? g.sample_interval_ms() * kNsPerMs : sample_interval_ns;
+    for (const auto& [alias, name] : entry.interface_aliases()) t.aliases[alias] = name;
+    if (!g.credentials_ref().empty()) {
+      std::string e;
+      if (!ReadCredentials(g.credentials_ref(), &t.username, &t.password, &e)) {
+        *error = "device " + id + ": gnmi.credentials_ref: " + e;
+        return false;
+      }
+    }
+    out->push_back(std::move(t));
+  }
+  return true;
+}
+
+v1::ListDevicesResponse DeviceStatuses(const Inventory& inventory, const v1::Topology& topology,
+                                       const std::vector<telemetry::TargetHealth>& health,
+                                       TimeNs now_ns, bool embedded, const std::string& only) {
+  std::map<std::string, const telemetry::TargetHealth*> by_name;
+  for (const auto& h : health) by_name[h.name] = &h;
+  v1::ListDevicesResponse resp;
+  for (const auto& d : topology.devices()) {
+    if (!only.empty() && d.id() != only) continue;
+    if (d.role() == v1::DEVICE_ROLE_HOST) continue;  // Hosts have no links of their own.
+    auto* out = resp.add_devices();
+    out->set_id(d.id());
+    out->set_role(d.role());
+    auto it = inventory.devices.find(d.id());
+    if (it != inventory.devices.end()) {
+      out->set_platform(it->second.gnmi().platform());
+      out->set_address(it->second.gnmi().address());
+      out->set_max_prefixes(it->second.route_budget().max_prefixes());
+      out->set_fib_size(it->second.route_budget().fib_size());
+    }
+    auto h = by_name.find(d.id());
+    if (h == by_name.end()) {
+      out->set_state(embedded ? "embedded" : "no source");
+      if (embedded) out->set_platform("loom-fabric (in-process)");
+      continue;
+    }
+    const telemetry::TargetHealth& th = *h->second;
+    out->set_encoding(th.encoding);
+    out->set_state(th.connected ? "connected" : th.connect_attempts > 1 ? "down" : "connecting");
+    out->set_last_error(th.last_error);
+    out->set_stream_errors(th.stream_errors);
+    out->set_rejected_updates(th.rejected_updates);
+    for (const auto& s : th.signals) {
+      if (!AppliesTo(s.signal, d.role())) continue;
+      auto* so = out->add_signals();
+      so->set_signal(s.signal);
+      switch (s.state) {
+        case telemetry::SignalState::kPending:
+          so->set_state(v1::SIGNAL_STATE_PENDING);
+          break;
+        case telemetry::SignalState::kLive:
+          so->set_state(v1::SIGNAL_STATE_LIVE);
+          break;
+        case telemetry::SignalState::kStale:
+          so->set_state(v1::SIGNAL_STATE_STALE);
+          break;
+        case telemetry::SignalState::kUnavailable:
+          so->set_state(v1::SIGNAL_STATE_UNAVAILABLE);
+          break;
+      }
+      so->set_reason(s.reason);
+      so->set_mode(s.mode);
+      so->set_mark(s.mark);
+      so->set_refresh_interval_ms(static_cast<uint32_t>(s.effective_interval_ns / kNsPerMs));
+      so->set_last_sample_age_ms(s.last_arrival_ns < 0 ? -1
+                                                       : (now_ns - s.last_arrival_ns) / kNsPerMs);
+      so->set_updates(s.updates);
+      so->set_errors(s.rejects);
+      so->set_retry_in_ms(s.retry_at_ns > now_ns ? (s.retry_at_ns - now_ns) / kNsPerMs : 0);
+    }
+  }
+  return resp;
+}
+
+}  // namespace loom::loomd
