@@ -142,7 +142,7 @@ class GnmiTarget {
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  WireConfig* config_ = nullptr;  // Set before Start(); not owned.
+  WireConfig* config_ = nullptr;                // Set before Start(); not owned.
   std::shared_ptr<TargetBehaviour> behaviour_;  // Set before Start(); null = catalogue.
 
   mutable std::mutex mu_;

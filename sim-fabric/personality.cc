@@ -24,9 +24,9 @@ struct Personality::Home {
 // One native leaf of the device as the platform serves it: a rendered
 // catalogue leaf, or (sonic) a member of a key map.
 struct Personality::Native {
-  int leaf = -1;    // schema leaf; -1 = key-map member
-  int signal = -1;  // profile signal index; -1 = key-map member
-  int home = -1;    // sonic: index into homes_
+  int leaf = -1;                  // schema leaf; -1 = key-map member
+  int signal = -1;                // profile signal index; -1 = key-map member
+  int home = -1;                  // sonic: index into homes_
   std::vector<std::string> segs;  // full native path segments, escapes kept
   std::vector<std::string> rest;  // sonic: segments after the home, unescaped
   std::string native_text;        // as ProfileRenderer wrote it
@@ -528,9 +528,9 @@ Personality::Personality(PersonalityKind kind, const v1::TelemetryProfile& profi
       device_(std::move(device)),
       options_(options),
       renderer_(profile_) {
-  min_interval_ns_ = std::max<TimeNs>(
-      {options_.min_sample_interval_ns, options_.tick_ns,
-       static_cast<TimeNs>(profile_.min_sample_interval_ms()) * kNsPerMs});
+  min_interval_ns_ =
+      std::max<TimeNs>({options_.min_sample_interval_ns, options_.tick_ns,
+                        static_cast<TimeNs>(profile_.min_sample_interval_ms()) * kNsPerMs});
   std::set<TimeNs> refreshes;
   std::set<std::string> targets;
   auto add_home = [&](const std::string& target, const std::string& path) {
@@ -622,9 +622,9 @@ Status Personality::CreateSession(const gnmi::SubscriptionList& list, const Fabr
                              std::to_string(kMaxPathElems) + " elements");
     }
     const std::string& origin = p.origin();
-    const bool rejected = std::find(profile_.rejected_origins().begin(),
-                                    profile_.rejected_origins().end(),
-                                    origin) != profile_.rejected_origins().end();
+    const bool rejected =
+        std::find(profile_.rejected_origins().begin(), profile_.rejected_origins().end(), origin) !=
+        profile_.rejected_origins().end();
     const bool allowed = origin.empty() || origin == "openconfig" ||
                          (kind_ == PersonalityKind::kSonic && origin == "sonic-db");
     if (rejected || !allowed) {
@@ -645,8 +645,8 @@ Status Personality::CreateSession(const gnmi::SubscriptionList& list, const Fabr
     if (std::find(targets_.begin(), targets_.end(), target) == targets_.end()) {
       std::string names;
       for (const auto& t : targets_) names += (names.empty() ? "" : ", ") + t;
-      return NotFound("prefix.target \"" + target + "\" is not a database of this target (" +
-                      who + " serves " + names + ")");
+      return NotFound("prefix.target \"" + target + "\" is not a database of this target (" + who +
+                      " serves " + names + ")");
     }
   } else if (!target.empty() && target != device_) {
     return NotFound("prefix.target \"" + target + "\" is not this target (" + who + ")");
@@ -974,7 +974,8 @@ Status StartPersonalityTargets(const std::vector<PersonalitySpec>& specs,
     GnmiTargetOptions to;
     to.listen_address = "127.0.0.1:0";
     auto target = std::make_unique<GnmiTarget>(options, to);
-    target->SetBehaviour(std::make_shared<Personality>(spec.kind, it->second, spec.device, options));
+    target->SetBehaviour(
+        std::make_shared<Personality>(spec.kind, it->second, spec.device, options));
     Status s = target->Start();
     if (!s.ok()) return s;
     out->push_back(std::move(target));

@@ -98,8 +98,7 @@ bool ParsePersonalitySpec(std::string_view text, PersonalitySpec* out, std::stri
 // it (header comment), from a telemetry profile via ProfileRenderer. Trigger —
 // its GnmiTarget's handlers and Publish(). Thread — TargetBehaviour's
 // contract; sessions are driven by their stream (one at a time).
-class Personality final : public TargetBehaviour,
-                          public std::enable_shared_from_this<Personality> {
+class Personality final : public TargetBehaviour, public std::enable_shared_from_this<Personality> {
  public:
   // `profile` is copied; `options` gives the tick and the minimum sample
   // interval (the profile's min_sample_interval_ms raises it). Create with
