@@ -348,6 +348,18 @@ class Personality::Session final : public SubscribeSession {
         if (s.next_due <= t) s.next_due = t + s.interval_ns;
       }
       const bool sub_heartbeat = s.heartbeat_ns > 0 && t - s.last_sent >= s.heartbeat_ns;
+      if (pass == Pass::kTick && !due && s.mode == gnmi::SAMPLE) {
+        // Nothing due: only the per-interval peaks move.
+        for (int i = s.begin; i < s.end; ++i) {
+          Entry& e = entries_[i];
+          const Native& n = map_->natives[e.native];
+          if (n.kind != LeafKind::kPeak || !n.identity) continue;
+          if (const LeafValue* src = source(n); src != nullptr && !src->is_string) {
+            e.peak = std::max(e.peak, src->u);
+          }
+        }
+        continue;
+      }
       emit.clear();
       bool changed = false;
       std::vector<std::pair<int, std::string>> all;
