@@ -77,9 +77,9 @@ constexpr char kUsage[] =
     "                     refresh), openconfig (OpenConfig only, PROTO/JSON_IETF/JSON),\n"
     "                     openconfig-json (OpenConfig, JSON_IETF only)\n"
     "  --profile-dir DIR  extra telemetry profile directory (its files replace shipped ones)\n"
-    "  --ready-file FILE  once listening, write {\"gnmi_port\": N, \"bgp\": {\"leaf0\": P, ...},\n"
-    "                     \"gnmi_devices\": {\"leaf0\": {\"port\": N, \"personality\": "
-    "\"sonic\"}}}\n"
+    "  --ready-file FILE  once listening, write {\"gnmi_port\": N, \"gnmi_devices\":\n"
+    "                     {\"leaf0\": {\"port\": N, \"personality\": \"sonic\"}, ...},\n"
+    "                     \"bgp\": {\"leaf0\": P, ...}}\n"
     "  --realtime         virtual time follows the wall clock (same as --speed 1)\n"
     "  --speed F          virtual seconds per wall second (0 = as fast as possible)\n"
     "  --duration D       stop at this virtual time: 10s, 500ms, 250us, 1000ns or seconds;\n"
@@ -150,8 +150,10 @@ bool WriteReadyFile(const std::string& path, int port,
     gd += (gd.empty() ? "" : ", ") + ("\"" + dev + "\": {\"port\": ") + std::to_string(pp.port) +
           ", \"personality\": \"" + pp.personality + "\"}";
   }
-  std::fprintf(f, "{\"gnmi_port\": %d, \"bgp\": {%s}, \"gnmi_devices\": {%s}}\n", port, bgp.c_str(),
-               gd.c_str());
+  // gnmi_devices before bgp: tests/southbound/wire/wire_harness.h reads every
+  // "name": N after "bgp" as a leaf port.
+  std::fprintf(f, "{\"gnmi_port\": %d, \"gnmi_devices\": {%s}, \"bgp\": {%s}}\n", port, gd.c_str(),
+               bgp.c_str());
   const bool ok = std::fclose(f) == 0 && std::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) *error = "cannot write " + path;
   return ok;

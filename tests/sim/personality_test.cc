@@ -486,6 +486,46 @@ TEST_F(PersonalityTest, SonicQueueCountersHoldForTheTenSecondRefreshWindow) {
   s->ctx.TryCancel();
 }
 
+TEST_F(PersonalityTest, SonicGetAnswersAsOnceAndUpdatesOnlySyncsFirst) {
+  auto& sonic = *persona_[PersonalityKind::kSonic];
+  grpc::ClientContext ctx;
+  gnmi::GetRequest req;
+  req.mutable_prefix()->set_target("COUNTERS_DB");
+  req.set_encoding(gnmi::JSON_IETF);
+  ASSERT_TRUE(telemetry::ParsePath("COUNTERS/Ethernet*/Pfcwd", req.add_path()).ok());
+  gnmi::GetResponse resp;
+  ASSERT_TRUE(StubFor(sonic)->Get(&ctx, req, &resp).ok());
+  ASSERT_EQ(resp.notification_size(), 1);
+  const auto wd = ParseJson(resp.notification(0).update(0).val().json_ietf_val());
+  const auto ifaces = f_->fabric->Interfaces(f_->leaf0);
+  EXPECT_EQ(wd.fields_size(), static_cast<int>(ifaces.size()) * kPriorities);
+  EXPECT_EQ(
+      wd.fields().at(ifaces[0] + ":3").struct_value().fields().at("PFC_WD_STATUS").string_value(),
+      "operational");
+
+  auto req2 = Request("COUNTERS_DB", {{"COUNTERS/Ethernet*", gnmi::SAMPLE, kNsPerSec}},
+                      gnmi::SubscriptionList::STREAM, gnmi::JSON_IETF);
+  req2.mutable_subscribe()->set_updates_only(true);
+  auto s = Subscribe(sonic, req2);
+  EXPECT_TRUE(ReadUntilSync(*s).empty());
+  AdvanceTo(1 * kNsPerSec);
+  EXPECT_EQ(ReadOne(*s).update(0).path().elem(0).name(), "COUNTERS");
+  s->ctx.TryCancel();
+}
+
+// loom-fabric's loop publishes every snapshot to the personality targets too.
+TEST_F(PersonalityTest, FabricLoopPublishesToMoreTargets) {
+  FabricLoopOptions lo;
+  lo.speed = 0;
+  lo.duration_ns = f_->fabric->now() + 20 * kNsPerMs;
+  lo.more_targets = {persona_[PersonalityKind::kSonic].get()};
+  FabricLoop loop(f_->fabric.get(), loom_.get(), lo);
+  loop.Run();
+  ASSERT_NE(persona_[PersonalityKind::kSonic]->latest(), nullptr);
+  EXPECT_EQ(persona_[PersonalityKind::kSonic]->latest(), loom_->latest());
+  EXPECT_GE(loom_->latest()->virtual_ns, 20 * kNsPerMs);
+}
+
 // ------------------------------------------------------------------ OpenConfig
 
 TEST_F(PersonalityTest, OpenConfigRejectsTheLoomOrigin) {
