@@ -184,25 +184,43 @@ std::vector<std::string> CatalogueLeafPaths();
 // catalogue path ("*" / "..." / "*" key values allowed).
 bool InCatalogue(const gnmi::Path& path);
 
+// SubscribeSession: role — the interface GnmiTarget drives for one Subscribe
+// stream: GnmiSession (the loom catalogue) or a platform personality's
+// session (personality.h). Trigger — its owner calls Initial() once, then
+// Tick() with every published snapshot (STREAM) or Poll() per Poll request
+// (POLL). Thread — not thread-safe; one owner at a time.
+class SubscribeSession {
+ public:
+  virtual ~SubscribeSession() = default;
+  virtual gnmi::SubscriptionList::Mode mode() const = 0;
+  // Initial data (nothing with updates_only); the caller sends sync_response
+  // after it.
+  virtual void Initial(const FabricSnapshot& snap, std::vector<gnmi::Notification>* out) = 0;
+  // STREAM: what is due at this snapshot.
+  virtual void Tick(const FabricSnapshot& snap, std::vector<gnmi::Notification>* out) = 0;
+  // POLL: every subscribed value.
+  virtual void Poll(const FabricSnapshot& snap, std::vector<gnmi::Notification>* out) = 0;
+};
+
 // GnmiSession: role — one Subscribe stream's subscriptions, compiled against
 // the snapshot layout, with per-leaf delivery state. Trigger — its owner calls
 // Initial() once, then Tick() with every published snapshot (STREAM) or Poll()
 // per Poll request (POLL). Thread — not thread-safe; one owner at a time.
-class GnmiSession {
+class GnmiSession final : public SubscribeSession {
  public:
   // Validates `list` (see the header comment for the error codes) against the
   // devices of `snap` and `options`.
   static Status Create(const gnmi::SubscriptionList& list, const FabricSnapshot& snap,
                        const GnmiOptions& options, std::unique_ptr<GnmiSession>* out);
 
-  gnmi::SubscriptionList::Mode mode() const { return mode_; }
+  gnmi::SubscriptionList::Mode mode() const override { return mode_; }
   // Initial data for the subscription (nothing with updates_only); the caller
   // sends sync_response after it.
-  void Initial(const FabricSnapshot& snap, std::vector<gnmi::Notification>* out);
+  void Initial(const FabricSnapshot& snap, std::vector<gnmi::Notification>* out) override;
   // STREAM: what is due at this snapshot (sample intervals, changes, heartbeats).
-  void Tick(const FabricSnapshot& snap, std::vector<gnmi::Notification>* out);
+  void Tick(const FabricSnapshot& snap, std::vector<gnmi::Notification>* out) override;
   // POLL: every subscribed leaf's current value.
-  void Poll(const FabricSnapshot& snap, std::vector<gnmi::Notification>* out);
+  void Poll(const FabricSnapshot& snap, std::vector<gnmi::Notification>* out) override;
   // Device names this session serves.
   std::vector<std::string> targets() const;
 

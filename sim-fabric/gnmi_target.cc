@@ -108,8 +108,15 @@ class GnmiTarget::SubscribeReactor final
   // Called with the target's mutex held: validates and installs the session,
   // queues the initial data. Returns false when the RPC was ended.
   Status Install(const gnmi::SubscriptionList& list, const FabricSnapshot& snap) {
-    std::unique_ptr<GnmiSession> session;
-    Status s = GnmiSession::Create(list, snap, target_->gnmi_options_, &session);
+    std::unique_ptr<SubscribeSession> session;
+    Status s;
+    if (target_->behaviour_) {
+      s = target_->behaviour_->CreateSession(list, snap, &session);
+    } else {
+      std::unique_ptr<GnmiSession> g;
+      s = GnmiSession::Create(list, snap, target_->gnmi_options_, &g);
+      session = std::move(g);
+    }
     if (!s.ok()) return s;
     std::unique_lock<std::mutex> lock(mu_);
     session_ = std::move(session);
@@ -216,7 +223,7 @@ class GnmiTarget::SubscribeReactor final
   gnmi::SubscribeResponse current_;  // the write in flight
 
   std::mutex mu_;
-  std::unique_ptr<GnmiSession> session_;
+  std::unique_ptr<SubscribeSession> session_;
   std::deque<gnmi::SubscribeResponse> queue_;
   bool writing_ = false;
   bool finish_pending_ = false;
@@ -233,7 +240,7 @@ class GnmiTarget::Service final : public gnmi::gNMI::CallbackService {
   grpc::ServerUnaryReactor* Capabilities(grpc::CallbackServerContext* ctx,
                                          const gnmi::CapabilityRequest* /*req*/,
                                          gnmi::CapabilityResponse* resp) override {
-    *resp = CapabilitiesResponse();
+    *resp = target_->behaviour_ ? target_->behaviour_->Capabilities() : CapabilitiesResponse();
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
     r->Finish(grpc::Status::OK);
     return r;
@@ -254,7 +261,8 @@ class GnmiTarget::Service final : public gnmi::gNMI::CallbackService {
       r->Finish(kNoData);
       return r;
     }
-    Status s = GetNotifications(*snap, *req, resp);
+    Status s = target_->behaviour_ ? target_->behaviour_->Get(*snap, *req, resp)
+                                   : GetNotifications(*snap, *req, resp);
     if (!s.ok()) resp->Clear();
     r->Finish(ToGrpc(s));
     return r;
@@ -323,6 +331,7 @@ void GnmiTarget::Stop() {
 void GnmiTarget::Publish(std::shared_ptr<const FabricSnapshot> snap) {
   std::lock_guard<std::mutex> lock(mu_);
   latest_ = std::move(snap);
+  if (behaviour_) behaviour_->OnPublish(latest_);
   for (SubscribeReactor* r : streams_) r->Tick(*latest_);
 }
 
@@ -396,7 +405,9 @@ void FabricLoop::Run() {
   std::unique_ptr<SnapshotBuilder> builder;
   if (target_ != nullptr) {
     builder = std::make_unique<SnapshotBuilder>(*fabric_, target_->gnmi_options());
-    target_->Publish(builder->Capture());
+    std::shared_ptr<const FabricSnapshot> first = builder->Capture();
+    for (GnmiTarget* t : options_.more_targets) t->Publish(first);
+    target_->Publish(std::move(first));
     published_.fetch_add(1);
   }
   virtual_now_.store(fabric_->now());
@@ -444,6 +455,7 @@ void FabricLoop::Run() {
       if (options_.on_step) options_.on_step(*fabric_);
       if (!builder) continue;
       if (auto snap = builder->OnStep()) {
+        for (GnmiTarget* t : options_.more_targets) t->Publish(snap);
         target_->Publish(std::move(snap));
         published_.fetch_add(1);
       }

@@ -8,6 +8,9 @@
 // prefix.target). RPCs:
 //   Capabilities  models openconfig-interfaces, openconfig-qos and the loom
 //                 extensions; encodings JSON_IETF, PROTO (and JSON).
+// With a TargetBehaviour (SetBehaviour) the target serves that instead:
+// Capabilities, Get and Subscribe come from the behaviour (same threading,
+// queueing and errors); Set stays as below (UNIMPLEMENTED without a config).
 //   Get           the latest snapshot's leaves under the paths (type ALL or
 //                 STATE; see Set for CONFIG and OPERATIONAL).
 //   Subscribe     STREAM (SAMPLE with sample_interval / suppress_redundant /
@@ -63,6 +66,26 @@ class Server;
 
 namespace loom::sim {
 
+// TargetBehaviour: role — what a GnmiTarget serves when it is not Loom's
+// catalogue: a platform personality (personality.h) answering Capabilities,
+// Get and Subscribe the way one switch OS does. Trigger — the target's gRPC
+// handlers (Capabilities, Get, Subscribe) and Publish(). Thread —
+// Capabilities(), Get() and CreateSession() on gRPC callback threads,
+// concurrently; OnPublish() on the stepping thread with the target's mutex
+// held, before the streams tick. Implementations guard their own state.
+class TargetBehaviour {
+ public:
+  virtual ~TargetBehaviour() = default;
+  virtual gnmi::CapabilityResponse Capabilities() const = 0;
+  virtual Status Get(const FabricSnapshot& snap, const gnmi::GetRequest& req,
+                     gnmi::GetResponse* resp) = 0;
+  // Validates `list` (gNMI status codes, messages naming the path or field)
+  // and compiles it against `snap`.
+  virtual Status CreateSession(const gnmi::SubscriptionList& list, const FabricSnapshot& snap,
+                               std::unique_ptr<SubscribeSession>* out) = 0;
+  virtual void OnPublish(const std::shared_ptr<const FabricSnapshot>& snap) = 0;
+};
+
 struct GnmiTargetOptions {
   // "host:port"; port 0 = any free port (see port()).
   std::string listen_address = "127.0.0.1:0";
@@ -84,6 +107,10 @@ class GnmiTarget {
   // Enables Set and config Get (call before Start()). `config` must outlive
   // the target.
   void AttachConfig(WireConfig* config) { config_ = config; }
+  // Serves `behaviour` instead of the loom catalogue (call before Start()).
+  void SetBehaviour(std::shared_ptr<TargetBehaviour> behaviour) {
+    behaviour_ = std::move(behaviour);
+  }
   // Binds and starts serving. Requests before the first Publish() get
   // UNAVAILABLE.
   Status Start();
@@ -115,7 +142,8 @@ class GnmiTarget {
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  WireConfig* config_ = nullptr;  // Set before Start(); not owned.
+  WireConfig* config_ = nullptr;                // Set before Start(); not owned.
+  std::shared_ptr<TargetBehaviour> behaviour_;  // Set before Start(); null = catalogue.
 
   mutable std::mutex mu_;
   std::shared_ptr<const FabricSnapshot> latest_;
@@ -132,6 +160,9 @@ struct FabricLoopOptions {
   // Called after every Fabric::Advance() (a step or a fast-forward jump that
   // never passes a sample tick) on the loop thread (e.g. a Recorder).
   std::function<void(Fabric&)> on_step;
+  // Further targets that receive every snapshot (platform personalities);
+  // the snapshots are built with the main target's GnmiOptions. Not owned.
+  std::vector<GnmiTarget*> more_targets;
 };
 
 // FabricLoop: role — owns the stepping of a Fabric for a GnmiTarget: paces

@@ -5,6 +5,7 @@
 //               [--sample-ns N] [--no-progress]
 //               [--gnmi-listen HOST:PORT] [--ready-file FILE] [--realtime] [--speed F]
 //               [--duration D] [--gnmi-tick-ns N] [--bgp-listen HOST:PORT] [--loom-as N]
+//               [--personality DEVICE=NAME]... [--profile-dir DIR]
 //
 // Batch mode (no --gnmi-listen, no pacing): steps as fast as possible until the
 // duration or until every job is done, prints per-job completion times and a
@@ -19,6 +20,11 @@
 // Wire programming (live mode): the gNMI target accepts Set (wire_config.h)
 // and, with --bgp-listen, every leaf runs a BGP-DPF speaker (wire_bgp.h);
 // both program the fabric on the loop thread.
+//
+// Platform personalities (--personality, personality.h): each named device
+// also gets its own gNMI server on 127.0.0.1 (ephemeral port) serving it as
+// that platform does, from the telemetry profiles; the shared --gnmi-listen
+// server is unchanged.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -26,12 +32,15 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/flags.h"
 #include "sim-fabric/gnmi_target.h"
+#include "sim-fabric/personality.h"
 #include "sim-fabric/recorder.h"
 #include "sim-fabric/scenario.h"
 #include "sim-fabric/wire_bgp.h"
@@ -61,7 +70,16 @@ constexpr char kUsage[] =
     "                     listens on PORT+i (PORT 0 = an ephemeral port per leaf); Loom's\n"
     "                     colored sessions follow southbound/bgp/prefix_plan.h\n"
     "  --loom-as N        Loom's AS on those sessions (default 65534)\n"
-    "  --ready-file FILE  once listening, write {\"gnmi_port\": N, \"bgp\": {\"leaf0\": P, ...}}\n"
+    "  --personality DEVICE=NAME  (repeatable; needs --gnmi-listen) serve DEVICE also on a\n"
+    "                     gNMI server of its own (127.0.0.1, ephemeral port) the way platform\n"
+    "                     NAME does, from the telemetry profiles: sonic (COUNTERS_DB/APPL_DB\n"
+    "                     targets, SONiC JSON objects, OID maps, 1 s minimum sample, flex-counter\n"
+    "                     refresh), openconfig (OpenConfig only, PROTO/JSON_IETF/JSON),\n"
+    "                     openconfig-json (OpenConfig, JSON_IETF only)\n"
+    "  --profile-dir DIR  extra telemetry profile directory (its files replace shipped ones)\n"
+    "  --ready-file FILE  once listening, write {\"gnmi_port\": N, \"gnmi_devices\":\n"
+    "                     {\"leaf0\": {\"port\": N, \"personality\": \"sonic\"}, ...},\n"
+    "                     \"bgp\": {\"leaf0\": P, ...}}\n"
     "  --realtime         virtual time follows the wall clock (same as --speed 1)\n"
     "  --speed F          virtual seconds per wall second (0 = as fast as possible)\n"
     "  --duration D       stop at this virtual time: 10s, 500ms, 250us, 1000ns or seconds;\n"
@@ -109,8 +127,14 @@ bool ParseDuration(const std::string& text, loom::TimeNs* out) {
   return true;
 }
 
+struct PersonalityPort {
+  int port = 0;
+  std::string personality;
+};
+
 bool WriteReadyFile(const std::string& path, int port,
-                    const std::map<std::string, uint16_t>& bgp_ports, std::string* error) {
+                    const std::map<std::string, uint16_t>& bgp_ports,
+                    const std::map<std::string, PersonalityPort>& devices, std::string* error) {
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) {
@@ -121,7 +145,15 @@ bool WriteReadyFile(const std::string& path, int port,
   for (const auto& [leaf, p] : bgp_ports) {
     bgp += (bgp.empty() ? "" : ", ") + ("\"" + leaf + "\": ") + std::to_string(p);
   }
-  std::fprintf(f, "{\"gnmi_port\": %d, \"bgp\": {%s}}\n", port, bgp.c_str());
+  std::string gd;
+  for (const auto& [dev, pp] : devices) {
+    gd += (gd.empty() ? "" : ", ") + ("\"" + dev + "\": {\"port\": ") + std::to_string(pp.port) +
+          ", \"personality\": \"" + pp.personality + "\"}";
+  }
+  // gnmi_devices before bgp: tests/southbound/wire/wire_harness.h reads every
+  // "name": N after "bgp" as a leaf port.
+  std::fprintf(f, "{\"gnmi_port\": %d, \"gnmi_devices\": {%s}, \"bgp\": {%s}}\n", port, gd.c_str(),
+               bgp.c_str());
   const bool ok = std::fclose(f) == 0 && std::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) *error = "cannot write " + path;
   return ok;
@@ -133,10 +165,36 @@ int main(int argc, char** argv) {
   using namespace loom::sim;
   loom::Flags flags;
   std::string error;
-  if (!flags.Parse(argc, argv, 1,
-                   {"out", "duration-ns", "seed", "step-ns", "sample-ns", "gnmi-listen",
-                    "ready-file", "speed", "duration", "gnmi-tick-ns", "bgp-listen", "loom-as"},
-                   {"help", "no-progress", "realtime"}, &error)) {
+  // --personality repeats: taken out before the single-valued flag parser.
+  std::vector<PersonalitySpec> personalities;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    std::string value;
+    if (i > 0 && a == "--personality") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "loom-fabric: --personality needs DEVICE=NAME\n%s", kUsage);
+        return 2;
+      }
+      value = argv[++i];
+    } else if (i > 0 && a.rfind("--personality=", 0) == 0) {
+      value = a.substr(std::strlen("--personality="));
+    } else {
+      args.push_back(argv[i]);
+      continue;
+    }
+    PersonalitySpec spec;
+    if (!ParsePersonalitySpec(value, &spec, &error)) {
+      std::fprintf(stderr, "loom-fabric: %s\n", error.c_str());
+      return 2;
+    }
+    personalities.push_back(spec);
+  }
+  if (!flags.Parse(
+          static_cast<int>(args.size()), args.data(), 1,
+          {"out", "duration-ns", "seed", "step-ns", "sample-ns", "gnmi-listen", "ready-file",
+           "speed", "duration", "gnmi-tick-ns", "bgp-listen", "loom-as", "profile-dir"},
+          {"help", "no-progress", "realtime"}, &error)) {
     std::fprintf(stderr, "loom-fabric: %s\n%s", error.c_str(), kUsage);
     return 2;
   }
@@ -165,6 +223,10 @@ int main(int argc, char** argv) {
   sc.options.step_ns = v;
   if (!flags.GetInt("sample-ns", sc.sample_ns, &v, &error) || v <= 0) return 2;
   const std::string gnmi_listen = flags.Get("gnmi-listen");
+  if (!personalities.empty() && gnmi_listen.empty()) {
+    std::fprintf(stderr, "loom-fabric: --personality needs --gnmi-listen\n");
+    return 2;
+  }
   const std::string bgp_listen = flags.Get("bgp-listen");
   const bool live =
       !gnmi_listen.empty() || !bgp_listen.empty() || flags.Has("realtime") || flags.Has("speed");
@@ -237,8 +299,28 @@ int main(int argc, char** argv) {
       to.listen_address = gnmi_listen;
       target = std::make_unique<GnmiTarget>(go, to);
     }
+    std::vector<std::unique_ptr<GnmiTarget>> persona_targets;
+    std::map<std::string, PersonalityPort> persona_ports;
+    if (target) {
+      std::vector<std::string> profile_dirs;
+      if (flags.Has("profile-dir")) profile_dirs.push_back(flags.Get("profile-dir"));
+      loom::Status st = StartPersonalityTargets(personalities, profile_dirs, fab->Devices(),
+                                                target->gnmi_options(), &persona_targets);
+      if (!st.ok()) {
+        std::fprintf(stderr, "loom-fabric: %s\n", st.message().c_str());
+        return 1;
+      }
+      for (size_t i = 0; i < personalities.size(); ++i) {
+        persona_ports[personalities[i].device] = {persona_targets[i]->port(),
+                                                  PersonalityName(personalities[i].kind)};
+        std::printf("gnmi personality %s of %s listening on 127.0.0.1:%d\n",
+                    PersonalityName(personalities[i].kind), personalities[i].device.c_str(),
+                    persona_targets[i]->port());
+      }
+    }
     FabricLoopOptions lo;
     lo.speed = speed;
+    for (auto& t : persona_targets) lo.more_targets.push_back(t.get());
     lo.duration_ns = sc.duration_ns;
     if (record) lo.on_step = [&rec](Fabric&) { rec.Sample(); };
     FabricLoop loop(fab.get(), target.get(), lo);
@@ -275,7 +357,7 @@ int main(int argc, char** argv) {
     if (flags.Has("ready-file")) {
       const std::map<std::string, uint16_t> none;
       if (!WriteReadyFile(flags.Get("ready-file"), target ? target->port() : 0,
-                          bgp ? bgp->ports() : none, &error)) {
+                          bgp ? bgp->ports() : none, persona_ports, &error)) {
         std::fprintf(stderr, "loom-fabric: %s\n", error.c_str());
         return 1;
       }
@@ -288,6 +370,7 @@ int main(int argc, char** argv) {
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
     if (target) target->Stop();
+    for (auto& t : persona_targets) t->Stop();
     if (bgp) bgp->Stop();
   }
   while (!live && fab->now() < sc.duration_ns) {
