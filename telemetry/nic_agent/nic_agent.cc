@@ -1,15 +1,15 @@
 #include "telemetry/nic_agent/nic_agent.h"
 
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <utility>
 
 #include "common/log.h"
@@ -218,23 +218,29 @@ SysfsNicReader::SysfsNicReader(std::string sysfs_root, NicSpec nic)
 }
 
 int SysfsNicReader::ReadFile(const std::string& path, std::string* out) {
-  std::ifstream f(path);
   std::string reason;
-  if (!f.is_open()) {
-    const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) return 0;
-    reason = std::strerror(err);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return 0;
+    reason = std::strerror(errno);
   } else {
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    // An empty file reads as failbit on rdbuf(); a read error (EIO on a
-    // sysfs attribute) sets badbit.
-    if (f.bad()) {
-      reason = "read error";
-    } else {
-      *out = ss.str();
-      return 1;
+    // sysfs attributes are one small page; read until EOF all the same.
+    out->clear();
+    char buf[4096];
+    while (true) {
+      const ssize_t n = ::read(fd, buf, sizeof(buf));
+      if (n > 0) {
+        out->append(buf, static_cast<size_t>(n));
+        if (out->size() <= 64 * 1024) continue;
+        reason = "file too large";
+      } else if (n < 0) {
+        if (errno == EINTR) continue;
+        reason = std::strerror(errno);  // EIO from a port in reset, EISDIR, ...
+      }
+      break;
     }
+    ::close(fd);
+    if (reason.empty()) return 1;
   }
   ++read_errors_;
   if (logged_.insert(path).second) {
@@ -641,6 +647,7 @@ Status NicAgent::Open(Stream* stream, const gnmi::SubscriptionList& list) {
         add(false, ~0u);
         break;
       case gnmi::TARGET_DEFINED:
+        interval = std::max(interval, kMinSampleNs);
         add(false, ~oper_bit);
         add(true, oper_bit);
         break;

@@ -246,6 +246,9 @@ TEST(SysfsNicReaderTest, ServesPresentFilesOnlyAndSkipsGarbledOnes) {
   sys.AddNic("mlx5_0", "ens1", 1000);
   sys.Write("class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence", "not a number\n");
   sys.Write("class/net/ens1/operstate", "lowerlayerdown\n");
+  sys.Remove("class/infiniband/mlx5_0/ports/1/hw_counters/packet_seq_err");
+  fs::create_directory(fs::path(sys.root()) /
+                       "class/infiniband/mlx5_0/ports/1/hw_counters/packet_seq_err");  // EISDIR
   NicSpec n;
   ASSERT_TRUE(ParseNicSpec("host0-nic0=mlx5_0:1:ens1:eth0", &n).ok());
   SysfsNicReader reader(sys.root(), n);
@@ -257,13 +260,14 @@ TEST(SysfsNicReaderTest, ServesPresentFilesOnlyAndSkipsGarbledOnes) {
       v[l.name] = l.text.empty() ? std::to_string(l.counter) : l.text;
     EXPECT_EQ(v.count("rp_cnp_ignored"), 0u) << "absent file served";
     EXPECT_EQ(v.count("out_of_sequence"), 0u) << "garbled file served";
+    EXPECT_EQ(v.count("packet_seq_err"), 0u) << "unreadable file served";
     EXPECT_EQ(v["np_cnp_sent"], "1002");
     EXPECT_EQ(v["in-octets"], "1100");   // rx_bytes
     EXPECT_EQ(v["out-errors"], "1107");  // tx_errors
     EXPECT_EQ(v["oper-status"], "UNKNOWN");
-    EXPECT_EQ(v.size(), 14u);  // 8 netdev + oper-status + 5 of 7 hw_counters
+    EXPECT_EQ(v.size(), 13u);  // 8 netdev + oper-status + 4 of 7 hw_counters
   }
-  EXPECT_EQ(reader.read_errors(), 2u);  // counted at each read, logged once
+  EXPECT_EQ(reader.read_errors(), 4u);  // counted at each read, logged once
 }
 
 TEST_F(NicAgentTest, CapabilitiesListProtoOnly) {
