@@ -254,12 +254,13 @@ write({
     "name": "host",
     "description": "loom-nic-agent on a GPU server: RDMA NIC hw_counters from sysfs, served over gNMI as Loom's catalogue. One agent serves every NIC of its host; the target name selects the NIC device id.",
     "encodings": ["PROTO"],
+    "minSampleIntervalMs": 100,
     "signals": [
         sig("interface-counters", "", "/interfaces/interface[name=*]/state/counters", "SAMPLE", "SOURCED", HS,
             [leaf("interfaces/interface[name={if}]/state/counters/" + l, IFC + l)
              for l in ["in-octets", "out-octets", "in-pkts", "out-pkts", "in-discards", "out-discards", "in-errors", "out-errors"]]),
         sig("oper-status", "", "/interfaces/interface[name=*]/state/oper-status", "ON_CHANGE", "SOURCED",
-            HS + ": operstate",
+            "telemetry/nic_agent (loom-nic-agent): /sys/class/net/<if>/operstate",
             [leaf("interfaces/interface[name={if}]/state/oper-status", "/interfaces/interface[name={if}]/state/oper-status")]),
         sig("nic-roce", "loom", "/nic/interfaces/interface[name=*]/roce/state", "SAMPLE", "SOURCED", HS,
             [leaf("nic/interfaces/interface[name={if}]/roce/state/" + l,
