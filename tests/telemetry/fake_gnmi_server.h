@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -68,6 +69,41 @@ class FakeGnmiServer final : public gnmi::gNMI::Service {
     std::lock_guard<std::mutex> lock(mu_);
     return last_request_;
   }
+  // Every Subscribe request received, in order.
+  std::vector<gnmi::SubscribeRequest> requests() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+  // Capabilities answers these encodings; UNIMPLEMENTED when never set.
+  void SetEncodings(std::vector<gnmi::Encoding> e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    encodings_ = std::move(e);
+    has_capabilities_ = true;
+  }
+  // A Subscribe whose encoding differs gets UNIMPLEMENTED (JSON_IETF-only targets).
+  void RequireEncoding(gnmi::Encoding e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    required_encoding_ = e;
+  }
+  // A Subscribe naming this path (text form with origin, keys as sent)
+  // fails whole with INVALID_ARGUMENT, as gNMI requires.
+  void RejectPath(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    rejected_paths_.insert(path);
+  }
+  // A Subscribe asking ON_CHANGE for this path fails whole with INVALID_ARGUMENT.
+  void RejectOnChange(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    rejected_on_change_.insert(path);
+  }
+
+  grpc::Status Capabilities(grpc::ServerContext*, const gnmi::CapabilityRequest*,
+                            gnmi::CapabilityResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!has_capabilities_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no Capabilities");
+    for (auto e : encodings_) resp->add_supported_encodings(e);
+    return grpc::Status::OK;
+  }
 
   grpc::Status Subscribe(
       grpc::ServerContext* ctx,
@@ -81,6 +117,21 @@ class FakeGnmiServer final : public gnmi::gNMI::Service {
       std::lock_guard<std::mutex> lock(mu_);
       ++subscribe_calls_;
       last_request_ = req;
+      requests_.push_back(req);
+      if (required_encoding_ >= 0 && req.subscribe().encoding() != required_encoding_) {
+        return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "encoding not supported");
+      }
+      for (const auto& sub : req.subscribe().subscription()) {
+        gnmi::Path p = sub.path();
+        if (p.origin().empty()) p.set_origin(req.subscribe().prefix().origin());
+        const std::string text = (p.origin().empty() ? "" : p.origin() + ":") + PathText(p);
+        if (rejected_paths_.count(text)) {
+          return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown path " + text);
+        }
+        if (sub.mode() == gnmi::ON_CHANGE && rejected_on_change_.count(text)) {
+          return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "ON_CHANGE not supported for " + text);
+        }
+      }
       streams_.insert(&queue);
     }
     bool ok = true;
@@ -110,6 +161,17 @@ class FakeGnmiServer final : public gnmi::gNMI::Service {
   }
 
  private:
+  // "/a/b[k=v]" (keys in name order).
+  static std::string PathText(const gnmi::Path& p) {
+    std::string out;
+    for (const auto& e : p.elem()) {
+      out += "/" + e.name();
+      std::map<std::string, std::string> keys(e.key().begin(), e.key().end());
+      for (const auto& [k, v] : keys) out += "[" + k + "=" + v + "]";
+    }
+    return out.empty() ? "/" : out;
+  }
+
   const std::vector<gnmi::Notification> initial_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
@@ -119,6 +181,12 @@ class FakeGnmiServer final : public gnmi::gNMI::Service {
   bool stopping_ = false;
   int subscribe_calls_ = 0;
   gnmi::SubscribeRequest last_request_;
+  std::vector<gnmi::SubscribeRequest> requests_;
+  std::vector<gnmi::Encoding> encodings_;
+  bool has_capabilities_ = false;
+  int required_encoding_ = -1;
+  std::set<std::string> rejected_paths_;
+  std::set<std::string> rejected_on_change_;
 };
 
 }  // namespace loom::telemetry::testing
