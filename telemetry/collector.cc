@@ -1,5 +1,6 @@
 #include "telemetry/collector.h"
 
+#include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -84,7 +85,8 @@ bool SameTarget(const TargetConfig& a, const TargetConfig& b) {
   };
   const bool profiles_equal =
       (a.profile == nullptr) == (b.profile == nullptr) &&
-      (a.profile == nullptr || a.profile->SerializeAsString() == b.profile->SerializeAsString());
+      (a.profile == nullptr ||
+       google::protobuf::util::MessageDifferencer::Equals(*a.profile, *b.profile));
   return a.name == b.name && a.address == b.address &&
          subs_equal(a.subscriptions, b.subscriptions) && profiles_equal &&
          a.encodings == b.encodings && a.request_target == b.request_target &&
