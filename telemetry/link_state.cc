@@ -216,6 +216,8 @@ struct DeviceSlot {
   std::unordered_map<std::string, int> ports;    // interface -> Port index
   std::unordered_map<std::string, AlbSlot> alb;  // group + '\n' + bucket
   bool is_nic = false;
+  // Interface aliases (inventory): alias -> topology name, for LLDP port ids.
+  std::unordered_map<std::string, std::string> aliases;
   // Profile mode: staleness interval of the device's interface counters
   // (max(sample, device refresh)); 0 = the table's policy.
   TimeNs counters_interval_ns = 0;
@@ -284,7 +286,21 @@ bool SamePortName(std::string_view reported, std::string_view interface) {
   return true;
 }
 
-bool GetText(const gnmi::TypedValue& v, std::string_view* out) {
+// LLDP port ids of subtype MAC address ("aa:bb:cc:dd:ee:ff"): the port cannot
+// be checked by name, so only the system name counts.
+bool IsMacAddress(std::string_view s) {
+  if (s.size() != 17) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i % 3 == 2) {
+      if (s[i] != ':' && s[i] != '-') return false;
+    } else if (!std::isxdigit(static_cast<unsigned char>(s[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool GetText(const gnmi::TypedValue& v, std::string_view* out, bool strip_module = true) {
   switch (v.value_case()) {
     case gnmi::TypedValue::kStringVal:
       *out = v.string_val();
@@ -305,7 +321,7 @@ bool GetText(const gnmi::TypedValue& v, std::string_view* out) {
     *out = out->substr(1, out->size() - 2);
   }
   // OpenConfig identityref values may carry a module prefix.
-  const size_t colon = out->rfind(':');
+  const size_t colon = strip_module ? out->rfind(':') : std::string_view::npos;
   if (colon != std::string_view::npos) *out = out->substr(colon + 1);
   return !out->empty();
 }
@@ -390,7 +406,7 @@ struct LinkStateTable::Impl {
       if (p == nullptr) return Unknown();
       std::string_view text;
       if (e[6]->name() == "chassis-id") return true;
-      if (!GetText(val, &text)) return Bad();
+      if (!GetText(val, &text, /*strip_module=*/false)) return Bad();
       if (e[6]->name() == "system-name") {
         p->lldp_system = std::string(text);
       } else if (e[6]->name() == "port-id") {
@@ -703,6 +719,20 @@ void LinkStateTable::ResetDevice(const std::string& device) {
   }
 }
 
+namespace {
+
+// The topology name of `port` on `device` when it is one of the device's
+// aliases; `port` itself otherwise.
+std::string AliasOf(const LinkStateTable::Impl& im, const std::string& device,
+                    const std::string& port) {
+  auto d = im.devices.find(device);
+  if (d == im.devices.end()) return port;
+  auto a = d->second.aliases.find(port);
+  return a == d->second.aliases.end() ? port : a->second;
+}
+
+}  // namespace
+
 std::vector<LinkDirectionState> LinkStateTable::Compute(TimeNs now_ns) const {
   const Impl& im = *impl_;
   const auto& topo = index_.topology();
@@ -828,7 +858,9 @@ std::vector<LinkDirectionState> LinkStateTable::Compute(TimeNs now_ns) const {
           if (port.lldp_system.empty() && port.lldp_port.empty()) continue;
           any = true;
           if (!SameSystemName(port.lldp_system, peer.device()) ||
-              (!port.lldp_port.empty() && !SamePortName(port.lldp_port, peer.interface()))) {
+              (!port.lldp_port.empty() && !IsMacAddress(port.lldp_port) &&
+               !SamePortName(port.lldp_port, peer.interface()) &&
+               !SamePortName(AliasOf(im, peer.device(), port.lldp_port), peer.interface()))) {
             s.lldp = LldpCheck::kContradicted;
             s.lldp_detail = self.device() + ":" + self.interface() + " reports neighbor " +
                             port.lldp_system + " port " + port.lldp_port + ", topology says " +
@@ -986,6 +1018,18 @@ std::vector<PathQuality> ComputePathQualities(const topology::TopologyIndex& ind
     }
   }
   return out;
+}
+
+void LinkStateTable::SetInterfaceAliases(const std::string& device,
+                                         std::unordered_map<std::string, std::string> aliases) {
+  auto dit = impl_->devices.find(device);
+  if (dit != impl_->devices.end()) dit->second.aliases = std::move(aliases);
+}
+
+void LinkTelemetry::SetInterfaceAliases(const std::string& device,
+                                        std::unordered_map<std::string, std::string> aliases) {
+  std::lock_guard<std::mutex> lock(mu_);
+  table_.SetInterfaceAliases(device, std::move(aliases));
 }
 
 void LinkStateTable::SetSignalAvailability(const SignalAvailability& a) {

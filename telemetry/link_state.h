@@ -191,6 +191,10 @@ class LinkStateTable {
   // What the collector learned about a signal of a device (profile mode):
   // availability, and for interface-counters the staleness interval.
   void SetSignalAvailability(const SignalAvailability& a);
+  // The device's interface aliases (alias -> topology name; inventory), so
+  // an LLDP port id given as an alias still verifies.
+  void SetInterfaceAliases(const std::string& device,
+                           std::unordered_map<std::string, std::string> aliases);
   // device -> signal -> reason, for the devices with unavailable signals.
   std::map<std::string, std::map<std::string, std::string>> UnavailableSignals() const;
 
@@ -254,6 +258,8 @@ class LinkTelemetry final : public TelemetrySink {
   LinkSnapshot Snapshot() const;
   void ResetDevice(const std::string& device);
   void OnSignalAvailability(const SignalAvailability& a) override;
+  void SetInterfaceAliases(const std::string& device,
+                           std::unordered_map<std::string, std::string> aliases);
 
  private:
   const Clock* clock_;

@@ -251,7 +251,24 @@ v1::ListDevicesResponse DeviceStatuses(const Inventory& inventory, const v1::Top
     auto h = by_name.find(d.id());
     if (h == by_name.end()) {
       out->set_state(embedded ? "embedded" : "no source");
-      if (embedded) out->set_platform("loom-fabric (in-process)");
+      if (embedded) {
+        out->set_platform("loom-fabric (in-process)");
+        continue;
+      }
+      // Nothing serves this device: every signal is unavailable, not stale.
+      const std::string reason =
+          d.role() == v1::DEVICE_ROLE_NIC
+              ? "no host source: run loom-nic-agent on the host and give the NIC an inventory "
+                "entry with gnmi.platform \"host\""
+              : "no telemetry source: the inventory gives the device no gnmi.address";
+      for (const auto& signal : telemetry::CatalogueSignals()) {
+        if (!AppliesTo(signal, d.role())) continue;
+        auto* so = out->add_signals();
+        so->set_signal(signal);
+        so->set_state(v1::SIGNAL_STATE_UNAVAILABLE);
+        so->set_reason(reason);
+        so->set_last_sample_age_ms(-1);
+      }
       continue;
     }
     const telemetry::TargetHealth& th = *h->second;

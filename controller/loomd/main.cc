@@ -341,6 +341,14 @@ int main(int argc, char** argv) {
     core.join();
     return Fail(2, "inventory: " + error);
   }
+  auto apply_aliases = [&](const loom::loomd::Inventory& inv) {
+    for (const auto& [id, entry] : inv.devices) {
+      std::unordered_map<std::string, std::string> aliases(entry.interface_aliases().begin(),
+                                                           entry.interface_aliases().end());
+      link_telemetry.SetInterfaceAliases(id, std::move(aliases));
+    }
+  };
+  apply_aliases(*inventory);
   loom::telemetry::CollectorOptions collector_opts;
   collector_opts.stale_after_intervals = static_cast<int>(config.telemetry_stale_intervals());
   if (!loom::loomd::BuildTelemetryTargets(*inventory, index->topology(), profiles, interval,
@@ -548,6 +556,7 @@ int main(int argc, char** argv) {
       LOG_ERROR("reload refused: telemetry").With("error", s.message());
       continue;
     }
+    apply_aliases(*inv);
     {
       std::lock_guard<std::mutex> lock(inventory_mu);
       inventory = inv;

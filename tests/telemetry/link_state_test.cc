@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "telemetry/profile.h"
 #include "tests/telemetry/test_fabric.h"
 
 namespace loom::telemetry {
@@ -447,6 +449,106 @@ TEST(PathQuality3TierTest, CrossPodPathsGoThroughSuperSpine) {
   }
   EXPECT_EQ(same, 4);
   EXPECT_EQ(cross, 8);
+}
+
+}  // namespace
+}  // namespace loom::telemetry
+
+namespace loom::telemetry {
+namespace {
+
+using testing::Note;
+using testing::S;
+using testing::U;
+
+class LinkCheckTest : public ::testing::Test {
+ protected:
+  LinkCheckTest() : index_(testing::TwoTier()), table_(index_, Options()) {}
+  static LinkStateOptions Options() {
+    LinkStateOptions o;
+    o.staleness.sample_interval_ns = 1 * kNsPerSec;
+    o.staleness.stale_after_intervals = 3;
+    return o;
+  }
+  void Lldp(const std::string& dev, const std::string& ifname, const std::string& system,
+            const std::string& port) {
+    table_.Apply(
+        dev,
+        Note(1, "/lldp/interfaces/interface[name=" + ifname + "]/neighbors/neighbor[id=1]/state",
+             {{"system-name", S(system)}, {"port-id", S(port)}}),
+        1);
+  }
+  LinkDirectionState Link(const std::string& a, const std::string& b, TimeNs now = 1) {
+    const auto& t = index_.topology();
+    for (int i = 0; i < t.links_size(); ++i) {
+      if (t.links(i).a().device() == a && t.links(i).b().device() == b) {
+        return table_.Compute(now)[2 * i];
+      }
+    }
+    ADD_FAILURE() << "no link";
+    return {};
+  }
+  topology::TopologyIndex index_;
+  LinkStateTable table_;
+};
+
+//   spine-0          spine-1
+//     | Ethernet0      | Ethernet0
+//   leaf-0 Ethernet0  leaf-0 Ethernet1
+TEST_F(LinkCheckTest, LldpVerifiesContradictsOrLeavesUnverified) {
+  EXPECT_EQ(Link("leaf-0", "spine-0").lldp, LldpCheck::kUnverified);
+  // FQDN and case differences are the same name.
+  Lldp("leaf-0", "Ethernet0", "SPINE-0.pod1.example.net", "ethernet0");
+  EXPECT_EQ(Link("leaf-0", "spine-0").lldp, LldpCheck::kVerified);
+  // The other end names a different neighbour: contradicted, with the detail.
+  Lldp("spine-0", "Ethernet0", "leaf-7", "Ethernet0");
+  auto l = Link("leaf-0", "spine-0");
+  EXPECT_EQ(l.lldp, LldpCheck::kContradicted);
+  EXPECT_EQ(l.lldp_detail,
+            "spine-0:Ethernet0 reports neighbor leaf-7 port Ethernet0, topology says leaf-0 "
+            "Ethernet0");
+  // A port id given as the neighbour's alias, or as a MAC address, verifies
+  // by the system name.
+  Lldp("leaf-0", "Ethernet1", "spine-1", "etp1");
+  EXPECT_EQ(Link("leaf-0", "spine-1").lldp, LldpCheck::kContradicted);
+  table_.SetInterfaceAliases("spine-1", {{"etp1", "Ethernet0"}});
+  EXPECT_EQ(Link("leaf-0", "spine-1").lldp, LldpCheck::kVerified);
+  Lldp("leaf-0", "Ethernet1", "spine-1", "0c:42:a1:00:00:01");
+  EXPECT_EQ(Link("leaf-0", "spine-1").lldp, LldpCheck::kVerified);
+}
+
+// A device that refreshes its counters every 10 s is not stale 3 s after a
+// sample; a device that does not serve a signal marks its links.
+TEST_F(LinkCheckTest, DeviceRefreshIntervalStretchesStalenessAndUnavailableSignalsShow) {
+  auto octets = [&](uint64_t v, TimeNs t) {
+    table_.Apply(
+        "leaf-0",
+        Note(1'700'000'000 * kNsPerSec + t, "/interfaces/interface[name=Ethernet0]/state/counters",
+             {{"out-octets", U(v)}}),
+        t);
+  };
+  octets(0, 0);
+  octets(1'000'000, 10 * kNsPerSec);
+  EXPECT_TRUE(Link("leaf-0", "spine-0", 14 * kNsPerSec).stale);  // 3 x 1 s passed
+  SignalAvailability a;
+  a.target = "leaf-0";
+  a.signal = "interface-counters";
+  a.effective_interval_ns = 10 * kNsPerSec;
+  table_.SetSignalAvailability(a);
+  EXPECT_FALSE(Link("leaf-0", "spine-0", 14 * kNsPerSec).stale);
+  EXPECT_TRUE(Link("leaf-0", "spine-0", 41 * kNsPerSec).stale);
+  a.signal = "pfc-counters";
+  a.available = false;
+  a.reason = "no per-priority PFC";
+  table_.SetSignalAvailability(a);
+  const auto& sigs = CatalogueSignals();
+  const uint32_t bit = 1u << (std::find(sigs.begin(), sigs.end(), "pfc-counters") - sigs.begin());
+  EXPECT_EQ(Link("leaf-0", "spine-0", 14 * kNsPerSec).unavailable_signals, bit);
+  EXPECT_EQ(Link("leaf-1", "spine-0", 14 * kNsPerSec).unavailable_signals, 0u);
+  EXPECT_EQ(table_.UnavailableSignals()["leaf-0"]["pfc-counters"], "no per-priority PFC");
+  a.available = true;
+  table_.SetSignalAvailability(a);
+  EXPECT_EQ(Link("leaf-0", "spine-0", 14 * kNsPerSec).unavailable_signals, 0u);
 }
 
 }  // namespace
