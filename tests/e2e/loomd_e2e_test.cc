@@ -332,6 +332,70 @@ TEST_F(E2eTest, PolicyFileIsValidatedAndInstalledAtStartup) {
   EXPECT_EQ(WEXITSTATUS(p.Stop(SIGINT)), 0);
 }
 
+TEST_F(E2eTest, InventoryErrorsNameTheEntryAndTheShippedExampleLoads) {
+  auto run = [&](const std::string& name, const std::string& extra) {
+    std::string cfg = WriteFile(name, "{\"topologyPath\": \"" + kTopology + "\", " + extra + "}");
+    return RunCommand(std::string(LOOMD_PATH) + " --config " + cfg + " --db " + dir_ + "/i.db");
+  };
+  auto r = run("i1.json", R"("devices": [{"id": "leaf9", "gnmi": {"platform": "sonic"}}])");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("devices[0] (leaf9): not a device of the topology"), std::string::npos)
+      << r.output;
+  r = run("i2.json", R"("devices": [{"id": "leaf0", "gnmi": {"address": "10.0.0.1:8080",
+                                                              "platform": "frobos"}}])");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("device leaf0: gnmi.platform \"frobos\" has no profile (known: "),
+            std::string::npos)
+      << r.output;
+  r = run("i3.json", R"("deviceDefaults": [{"role": "DEVICE_ROLE_SPINE",
+                          "device": {"gnmi": {"address": "{id}:nope", "platform": "eos"}}}])");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("device spine0: gnmi.address \"spine0:nope\" is not host:port"),
+            std::string::npos)
+      << r.output;
+  r = run("i4.json", R"("devices": [{"id": "leaf1", "interfaceAliases": {"etp9": "Ethernet99"}}])");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("interface_aliases[etp9]: \"Ethernet99\" is not an interface"),
+            std::string::npos)
+      << r.output;
+  // A broken user profile is refused, naming the file and the field.
+  std::filesystem::create_directory(dir_ + "/prof");
+  WriteFile("prof/sonic.json", R"({"name": "sonic", "signals": [{"signal": "pfc-storms",
+      "path": "/x", "mode": "SAMPLE", "mark": "UNVERIFIED",
+      "leaves": [{"match": ["x"], "canonical": "/y"}]}]})");
+  r = run("i5.json", "\"profileDirs\": [\"" + dir_ + "/prof\"]");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(
+      r.output.find("prof/sonic.json: signals[0] (pfc-storms).signal: not a catalogue signal"),
+      std::string::npos)
+      << r.output;
+  // The shipped inventory example loads (its management names pointed at
+  // closed loopback ports: no traffic leaves the machine); loomctl devices
+  // lists the devices with their platforms.
+  setenv("LOOM_GNMI_CREDENTIALS", "loom:secret", 1);
+  std::string example =
+      ReadFile(std::string(LOOM_SOURCE_DIR) + "/deploy/examples/loomd-inventory.json");
+  example =
+      std::regex_replace(example, std::regex(R"(\{id\}\.mgmt\.example\.net:\d+)"), "127.0.0.1:1");
+  Process p;
+  ASSERT_TRUE(p.Start({LOOMD_PATH, "--config", WriteFile("example.json", example), "--topology",
+                       kTopology, "--db", dir_ + "/inv.db", "--grpc-listen", "127.0.0.1:0",
+                       "--metrics-listen", "127.0.0.1:0", "--ready-file", dir_ + "/r.json"},
+                      dir_ + "/inv.log"));
+  ASSERT_TRUE(WaitForFile(dir_ + "/r.json", 20000)) << ReadFile(dir_ + "/inv.log");
+  std::smatch m;
+  std::string ready = ReadFile(dir_ + "/r.json");
+  ASSERT_TRUE(std::regex_search(ready, m, std::regex(R"("grpc_port":(\d+))")));
+  auto devs =
+      RunCommand(std::string(LOOMCTL_PATH) + " --server 127.0.0.1:" + m[1].str() + " devices");
+  EXPECT_EQ(devs.exit_code, 0) << devs.output;
+  EXPECT_NE(devs.output.find("127.0.0.1:1 "), std::string::npos) << devs.output;
+  EXPECT_NE(devs.output.find("sonic"), std::string::npos) << devs.output;
+  EXPECT_NE(devs.output.find("openconfig"), std::string::npos) << devs.output;
+  EXPECT_NE(devs.output.find("no host source"), std::string::npos) << devs.output;
+  EXPECT_EQ(WEXITSTATUS(p.Stop(SIGINT)), 0);
+}
+
 TEST_F(E2eTest, ConfigFileIsReadAndFlagsOverrideIt) {
   std::string cfg =
       WriteFile("cfg.json", "{\"topologyPath\": \"" + kTopology + "\", \"databasePath\": \"" +
