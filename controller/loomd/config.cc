@@ -29,8 +29,11 @@ Flags (override the config file):
   --event-retention N      events kept for replay (default 100000)
   --telemetry-address HOST:PORT
                            one gNMI server serving every switch of the topology
-                           (e.g. a running loom-fabric); per-device targets go in
-                           the config file's "telemetryTargets"
+                           (e.g. a running loom-fabric); real switches go in the
+                           config file's device inventory ("devices" over
+                           "deviceDefaults": gNMI address, platform profile, encodings,
+                           credentials, route budget; docs/real-fabric.md,
+                           deploy/examples/loomd-inventory.json)
   --telemetry-interval-ms N  gNMI SAMPLE interval (default 100)
   --fabric-ready-file FILE  program a running loom-fabric over the wire (BGP-DPF for
                            colors/routes/weights, gNMI Set for DLB/ALB, gNMI telemetry):
@@ -47,7 +50,15 @@ Flags (override the config file):
   --help                   this text
   --version                print the version
 
-Signals: SIGINT and SIGTERM shut down cleanly. Exit status: 0 clean shutdown,
+Telemetry platform profiles (sonic, eos, junos, nxos, cumulus, openconfig, host,
+loom-fabric) are read from telemetry/profiles ($LOOM_PROFILE_DIR overrides) and
+the config's "profileDirs" (same name = override). `loomctl devices` shows each
+device's connection, encoding and per-signal state.
+
+Signals: SIGHUP reloads the device inventory and profiles from the same command
+line and config file (unchanged devices keep their gNMI streams; a bad
+configuration is refused and logged). SIGINT and SIGTERM shut down cleanly.
+Exit status: 0 clean shutdown,
 1 runtime failure (database, ports), 2 bad command line or configuration.
 )";
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes telemetry/profiles/*.json (the shipped platform profiles).
+"""Writes telemetry/profiles/*.json (the shipped platform profiles) except
+loom-fabric.json (the emulator's own catalogue, kept by hand).
 
 The profiles are data: edit this generator (one place for the shared
 OpenConfig rules) and re-run it, or edit the JSON directly for a local

@@ -35,8 +35,8 @@ bool WaitFor(const std::function<bool()>& cond) {
 std::shared_ptr<const v1::TelemetryProfile> Profile(const std::string& name) {
   auto p = std::make_shared<v1::TelemetryProfile>();
   std::string error;
-  EXPECT_TRUE(LoadProfileFile(std::string(LOOM_SOURCE_DIR) + "/telemetry/profiles/" + name + ".json",
-                              p.get(), &error))
+  EXPECT_TRUE(LoadProfileFile(
+      std::string(LOOM_SOURCE_DIR) + "/telemetry/profiles/" + name + ".json", p.get(), &error))
       << error;
   return p;
 }
@@ -130,7 +130,8 @@ TEST(CollectorProfileTest, SonicTargetNegotiatesJsonIetfAndTranslatesDbObjects) 
   ASSERT_TRUE(WaitFor([&] {
     return sink.Values().count("/interfaces/interface[name=Ethernet0]/state/counters/out-octets");
   }));
-  EXPECT_EQ(sink.Values()["/interfaces/interface[name=Ethernet0]/state/counters/out-octets"], "4242");
+  EXPECT_EQ(sink.Values()["/interfaces/interface[name=Ethernet0]/state/counters/out-octets"],
+            "4242");
   const TargetHealth h = c.Health()[0];
   EXPECT_EQ(h.encoding, "JSON_IETF");  // the profile prefers it over JSON; PROTO is not asked
   EXPECT_EQ(h.platform, "sonic");
@@ -204,8 +205,7 @@ TEST(CollectorProfileTest, RejectedPathIsIsolatedAndRetriedOnlyAfterBackoff) {
   ASSERT_TRUE(WaitFor([&] { return server.requests().size() == calls + 1; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ASSERT_EQ(server.requests().size(), calls + 1);
-  EXPECT_EQ(SubscribedPaths(server.requests().back()),
-            (std::set<std::string>{bad.substr(5)}));
+  EXPECT_EQ(SubscribedPaths(server.requests().back()), (std::set<std::string>{bad.substr(5)}));
   // Rejected again: the next retry waits longer (doubling).
   ASSERT_TRUE(WaitFor([&] { return SignalOf(c.Health()[0], "pfc-counters").rejects == 2; }));
   EXPECT_GE(SignalOf(c.Health()[0], "pfc-counters").retry_at_ns, clock.Now() + 48 * kSec);
@@ -242,7 +242,8 @@ TEST(CollectorProfileTest, JsonIetfOnlyTargetIsAskedInJsonIetf) {
   gnmi::Notification n;
   n.set_timestamp(1'700'000'000 * kSec);
   auto* u = n.add_update();
-  ASSERT_TRUE(ParsePath("/interfaces/interface[name=Ethernet4]/state/counters", u->mutable_path()).ok());
+  ASSERT_TRUE(
+      ParsePath("/interfaces/interface[name=Ethernet4]/state/counters", u->mutable_path()).ok());
   u->mutable_val()->set_json_ietf_val(R"({"openconfig-interfaces:in-octets":"77"})");
   FakeGnmiServer server({n});
   server.SetEncodings({gnmi::JSON_IETF});

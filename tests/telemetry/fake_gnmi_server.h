@@ -129,7 +129,8 @@ class FakeGnmiServer final : public gnmi::gNMI::Service {
           return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown path " + text);
         }
         if (sub.mode() == gnmi::ON_CHANGE && rejected_on_change_.count(text)) {
-          return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "ON_CHANGE not supported for " + text);
+          return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              "ON_CHANGE not supported for " + text);
         }
       }
       streams_.insert(&queue);
