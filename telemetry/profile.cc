@@ -1,6 +1,5 @@
 #include "telemetry/profile.h"
 
-#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "telemetry/json.h"
 #include "telemetry/path.h"
 
 namespace loom::telemetry {
@@ -49,101 +49,80 @@ void AppendEscapedName(std::string* out, std::string_view s) {
   }
 }
 
-std::string ScalarText(const google::protobuf::Value& v, bool* is_number) {
-  *is_number = false;
-  switch (v.kind_case()) {
-    case google::protobuf::Value::kStringValue:
-      return v.string_value();
-    case google::protobuf::Value::kNumberValue: {
-      *is_number = true;
-      double d = v.number_value();
-      if (std::floor(d) == d && std::fabs(d) < 9.007199254740992e15) {
-        return std::to_string(static_cast<int64_t>(d));
-      }
-      std::ostringstream os;
-      os.precision(17);
-      os << d;
-      return os.str();
-    }
-    case google::protobuf::Value::kBoolValue:
-      return v.bool_value() ? "true" : "false";
-    default:
-      return "";
-  }
-}
-
-void WalkJson(const google::protobuf::Value& v, const std::string& path,
+void WalkJson(const JsonValue& v, const std::string& path,
               const google::protobuf::Map<std::string, std::string>& list_keys,
               const std::string& list_name, std::vector<NativeLeaf>* out) {
-  if (v.kind_case() == google::protobuf::Value::kStructValue) {
-    // Members in name order, for a deterministic output.
-    std::vector<const std::string*> names;
-    for (const auto& [k, _] : v.struct_value().fields()) names.push_back(&k);
-    std::sort(names.begin(), names.end(), [](auto* a, auto* b) { return *a < *b; });
-    for (const std::string* k : names) {
-      const auto& member = v.struct_value().fields().at(*k);
-      std::string_view name = StripModule(*k);
-      if (member.kind_case() == google::protobuf::Value::kListValue) {
-        WalkJson(member, path, list_keys, std::string(name), out);
-        continue;
+  switch (v.kind) {
+    case JsonValue::Kind::kObject:
+      for (const auto& [k, member] : v.members) {
+        std::string_view name = StripModule(k);
+        if (member.kind == JsonValue::Kind::kArray) {
+          WalkJson(member, path, list_keys, std::string(name), out);
+          continue;
+        }
+        std::string p = path;
+        if (!p.empty()) p.push_back('/');
+        AppendEscapedName(&p, name);
+        WalkJson(member, p, list_keys, "", out);
       }
-      std::string p = path;
-      if (!p.empty()) p.push_back('/');
-      AppendEscapedName(&p, name);
-      WalkJson(member, p, list_keys, "", out);
-    }
-    return;
-  }
-  if (v.kind_case() == google::protobuf::Value::kListValue) {
-    const auto& items = v.list_value().values();
-    for (int i = 0; i < items.size(); ++i) {
-      const auto& item = items[i];
-      std::string p = path;
-      if (!p.empty()) p.push_back('/');
-      AppendEscapedName(&p, list_name.empty() ? "item" : list_name);
-      if (item.kind_case() == google::protobuf::Value::kStructValue) {
-        std::string key;
-        auto it = list_keys.find(list_name);
+      return;
+    case JsonValue::Kind::kArray:
+      for (size_t i = 0; i < v.items.size(); ++i) {
+        const JsonValue& item = v.items[i];
+        std::string p = path;
+        if (!p.empty()) p.push_back('/');
+        AppendEscapedName(&p, list_name.empty() ? "item" : list_name);
+        if (item.kind != JsonValue::Kind::kObject) {
+          p += "[index=" + std::to_string(i) + "]";
+          WalkJson(item, p, list_keys, "", out);
+          continue;
+        }
+        // The list key: list_keys' entry, else "name", else "id", else the position.
         std::vector<std::string> candidates;
-        if (it != list_keys.end()) candidates.push_back(it->second);
+        if (auto it = list_keys.find(list_name); it != list_keys.end()) {
+          candidates.push_back(it->second);
+        }
         candidates.push_back("name");
         candidates.push_back("id");
-        const auto& fields = item.struct_value().fields();
+        const JsonValue* key_value = nullptr;
+        std::string key;
         for (const std::string& c : candidates) {
-          for (const auto& [k, fv] : fields) {
-            if (StripModule(k) == c) {
-              bool num = false;
-              p += "[" + c + "=" + ScalarText(fv, &num) + "]";
+          for (const auto& [k, fv] : item.members) {
+            if (StripModule(k) == c && fv.kind != JsonValue::Kind::kObject &&
+                fv.kind != JsonValue::Kind::kArray) {
               key = c;
+              key_value = &fv;
               break;
             }
           }
-          if (!key.empty()) break;
+          if (key_value != nullptr) break;
         }
-        if (key.empty()) p += "[index=" + std::to_string(i) + "]";
+        p += key_value != nullptr ? "[" + key + "=" + key_value->text + "]"
+                                  : "[index=" + std::to_string(i) + "]";
         // The key leaf itself is not repeated as a member.
-        google::protobuf::Value rest = item;
-        for (auto f = rest.mutable_struct_value()->mutable_fields()->begin();
-             f != rest.mutable_struct_value()->mutable_fields()->end();) {
-          if (!key.empty() && StripModule(f->first) == key) {
-            f = rest.mutable_struct_value()->mutable_fields()->erase(f);
-          } else {
-            ++f;
+        for (const auto& [k, member] : item.members) {
+          if (key_value == &member) continue;
+          std::string_view name = StripModule(k);
+          if (member.kind == JsonValue::Kind::kArray) {
+            WalkJson(member, p, list_keys, std::string(name), out);
+            continue;
           }
+          std::string mp = p + "/";
+          AppendEscapedName(&mp, name);
+          WalkJson(member, mp, list_keys, "", out);
         }
-        WalkJson(rest, p, list_keys, "", out);
-      } else {
-        p += "[index=" + std::to_string(i) + "]";
-        WalkJson(item, p, list_keys, "", out);
       }
+      return;
+    case JsonValue::Kind::kNull:
+      return;
+    default: {
+      NativeLeaf leaf;
+      leaf.path = path;
+      leaf.value = v.text;
+      leaf.is_number = v.kind == JsonValue::Kind::kNumber;
+      out->push_back(std::move(leaf));
     }
-    return;
   }
-  if (v.kind_case() == google::protobuf::Value::kNullValue) return;
-  NativeLeaf leaf;
-  leaf.path = path;
-  leaf.value = ScalarText(v, &leaf.is_number);
-  out->push_back(std::move(leaf));
 }
 
 std::string NoOriginText(gnmi::Path p) {
@@ -220,35 +199,47 @@ std::string SignalOfCanonicalPath(const gnmi::Path& path) {
   return "";
 }
 
-std::vector<std::string> SplitPathSegments(std::string_view text, std::string* origin) {
+void SplitPathSegments(std::string_view text, std::string* origin, std::vector<std::string>* out) {
   origin->clear();
   // Origin head: before the first '/', ending with ':' and without '['.
   size_t slash = text.find('/');
   if (slash != std::string_view::npos && slash > 0 && text[slash - 1] == ':' &&
       text.substr(0, slash).find('[') == std::string_view::npos) {
-    *origin = std::string(text.substr(0, slash - 1));
+    origin->assign(text.substr(0, slash - 1));
     text.remove_prefix(slash);
   }
-  std::vector<std::string> out;
-  std::string cur;
+  // Reuses the strings already in *out (no allocation in steady state).
+  size_t n = 0;
+  auto next = [&]() -> std::string& {
+    if (n == out->size()) out->emplace_back();
+    std::string& s = (*out)[n++];
+    s.clear();
+    return s;
+  };
+  std::string* cur = nullptr;
   int depth = 0;
   for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
+    const char c = text[i];
+    if (c == '/' && depth == 0) {
+      if (cur != nullptr && !cur->empty()) cur = nullptr;
+      continue;
+    }
+    if (cur == nullptr) cur = &next();
     if (c == '\\' && i + 1 < text.size()) {
-      cur.push_back(c);
-      cur.push_back(text[++i]);
+      cur->push_back(c);
+      cur->push_back(text[++i]);
       continue;
     }
     if (c == '[') ++depth;
     if (c == ']' && depth > 0) --depth;
-    if (c == '/' && depth == 0) {
-      if (!cur.empty()) out.push_back(std::move(cur));
-      cur.clear();
-      continue;
-    }
-    cur.push_back(c);
+    cur->push_back(c);
   }
-  if (!cur.empty()) out.push_back(std::move(cur));
+  out->resize(n);
+}
+
+std::vector<std::string> SplitPathSegments(std::string_view text, std::string* origin) {
+  std::vector<std::string> out;
+  SplitPathSegments(text, origin, &out);
   return out;
 }
 
@@ -303,6 +294,11 @@ Status PathPattern::Compile(std::string_view text, PathPattern* out) {
   }
   const auto& last = out->segments_.back();
   if (last.size() == 1 && !last[0].var) out->literal_tail_ = last[0].text;
+  if (!last.empty() && !last.front().var) out->tail_prefix_ = last.front().text;
+  if (last.size() > 1 && !last.back().var) out->tail_suffix_ = last.back().text;
+  for (const auto& seg : out->segments_) {
+    if (seg.size() == 1 && seg[0].multi) out->has_multi_ = true;
+  }
   return Status::Ok();
 }
 
@@ -353,6 +349,26 @@ bool MatchFrom(const std::vector<Tokens>& pat, size_t pi, const std::vector<std:
 }
 
 }  // namespace
+
+bool PathPattern::MatchSegments(const std::vector<std::string>& segs,
+                                std::map<std::string, std::string>* vars) const {
+  if (!origin_.empty() && !IsOpenConfigOrigin(origin_)) return false;
+  if (segs.empty()) return false;
+  if (!has_multi_) {
+    if (segs.size() != segments_.size()) return false;
+    const std::string& tail = segs.back();
+    if (!literal_tail_.empty() && tail != literal_tail_) return false;
+    if (tail.size() < tail_prefix_.size() + tail_suffix_.size() ||
+        tail.compare(0, tail_prefix_.size(), tail_prefix_) != 0 ||
+        tail.compare(tail.size() - tail_suffix_.size(), tail_suffix_.size(), tail_suffix_) != 0) {
+      return false;
+    }
+  }
+  std::map<std::string, std::string> got;
+  if (!MatchFrom(segments_, 0, segs, 0, &got)) return false;
+  for (auto& [k, v] : got) (*vars)[k] = std::move(v);
+  return true;
+}
 
 bool PathPattern::Match(std::string_view path, std::map<std::string, std::string>* vars) const {
   std::string origin;
@@ -419,11 +435,10 @@ void FlattenUpdate(const gnmi::Path& prefix, const gnmi::Update& update,
     case gnmi::TypedValue::kJsonIetfVal: {
       const std::string& text =
           v.value_case() == gnmi::TypedValue::kJsonVal ? v.json_val() : v.json_ietf_val();
-      google::protobuf::Value parsed;
-      auto st = google::protobuf::util::JsonStringToMessage(text, &parsed);
-      if (!st.ok()) {
-        *error = "invalid JSON at " + (base.empty() ? std::string("/") : base) + ": " +
-                 std::string(st.message().substr(0, 120));
+      JsonValue parsed;
+      std::string why;
+      if (!ParseJson(text, &parsed, &why)) {
+        *error = "invalid JSON at " + (base.empty() ? std::string("/") : base) + ": " + why;
         return;
       }
       WalkJson(parsed, base, list_keys, "", out);
@@ -686,21 +701,17 @@ void ProfileTranslator::UpdateKeyMap(int key_map_index, const gnmi::Notification
   }
 }
 
-int ProfileTranslator::Apply(const SignalRules& sr, const NativeLeaf& leaf, TimeNs ts,
+int ProfileTranslator::Apply(const SignalRules& sr, const NativeLeaf& leaf,
+                             const std::vector<std::string>& segs, TimeNs ts,
                              gnmi::Notification* out, std::string* first_error) {
-  std::string tail;
-  {
-    std::string origin;
-    // Cheap tail extraction: the text after the last '/' outside brackets.
-    std::vector<std::string> segs = SplitPathSegments(leaf.path, &origin);
-    if (!segs.empty()) tail = segs.back();
-  }
+  static const std::string kEmpty;
+  const std::string& tail = segs.empty() ? kEmpty : segs.back();
   auto try_rules = [&](const std::vector<int>& idxs) -> int {
     for (int i : idxs) {
       const Rule& r = sr.rules[i];
       for (const auto& m : r.match) {
         std::map<std::string, std::string> vars;
-        if (!m.Match(leaf.path, &vars)) continue;
+        if (!m.MatchSegments(segs, &vars)) continue;
         // Key translations.
         for (const auto& [var, kt] : r.spec->keys()) {
           auto vit = vars.find(var);
@@ -767,7 +778,7 @@ int ProfileTranslator::Apply(const SignalRules& sr, const NativeLeaf& leaf, Time
         }
         // Repeated samples between device refreshes carry no new information.
         if (sr.refresh_ns > 0) {
-          std::string vtext = val.SerializeAsString();
+          const std::string& vtext = leaf.value;
           auto [it, inserted] = last_.try_emplace(canonical);
           if (!inserted && it->second.value == vtext &&
               ts - it->second.changed_ns < sr.refresh_ns && ts >= it->second.changed_ns) {
@@ -775,7 +786,7 @@ int ProfileTranslator::Apply(const SignalRules& sr, const NativeLeaf& leaf, Time
             return 2;
           }
           if (inserted || it->second.value != vtext) it->second.changed_ns = ts;
-          it->second.value = std::move(vtext);
+          it->second.value = vtext;
         }
         auto pit = path_cache_.find(canonical);
         if (pit == path_cache_.end()) {
@@ -809,10 +820,13 @@ size_t ProfileTranslator::Translate(const std::vector<int>& signals, const gnmi:
   out->set_timestamp(n.timestamp());
   size_t bad = 0;
   std::vector<NativeLeaf> leaves;
+  std::vector<std::string> segs;
+  std::string origin;
   auto route = [&](const NativeLeaf& l, gnmi::Notification* dst) -> int {
+    SplitPathSegments(l.path, &origin, &segs);
     for (int si : signals) {
       if (si < 0 || si >= static_cast<int>(signals_.size())) continue;
-      const int r = Apply(signals_[si], l, n.timestamp(), dst, first_error);
+      const int r = Apply(signals_[si], l, segs, n.timestamp(), dst, first_error);
       if (r < 0) continue;
       if (r > 0) {
         ++counters_[si].updates;

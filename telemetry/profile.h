@@ -89,6 +89,10 @@ class PathPattern {
   static Status Compile(std::string_view text, PathPattern* out);
   // Captures of a match, variable -> text; false when it does not match.
   bool Match(std::string_view path, std::map<std::string, std::string>* vars) const;
+  // The same on a path already split with SplitPathSegments (origin ""):
+  // what the translator uses, splitting each leaf once.
+  bool MatchSegments(const std::vector<std::string>& segs,
+                     std::map<std::string, std::string>* vars) const;
   // The pattern with variables substituted; false when one is unbound.
   bool Expand(const std::map<std::string, std::string>& vars, std::string* out) const;
   // Variables the pattern binds.
@@ -106,12 +110,18 @@ class PathPattern {
   std::string origin_;  // "loom" for "loom:/..." templates
   std::vector<std::vector<Token>> segments_;
   std::string literal_tail_;
+  // Literal text the last segment must start / end with (cheap rejection).
+  std::string tail_prefix_;
+  std::string tail_suffix_;
+  bool has_multi_ = false;
 };
 
 // Splits a path text into segments at "/" outside "[...]" (backslash escapes
 // honoured); the origin head ("loom:") and a leading "/" are dropped into
 // `origin`.
 std::vector<std::string> SplitPathSegments(std::string_view text, std::string* origin);
+// The same into `*out`, reusing its strings (no allocation in steady state).
+void SplitPathSegments(std::string_view text, std::string* origin, std::vector<std::string>* out);
 
 // Key lookups for translation: map name -> (key -> value). "alias" is the
 // device's interface aliases.
@@ -172,8 +182,8 @@ class ProfileTranslator {
   };
   // 1 = translated, 2 = a repeat (dropped), 0 = matched but dropped
   // (unmapped key, bad path), -1 = no rule of this signal matched.
-  int Apply(const SignalRules& sr, const NativeLeaf& leaf, TimeNs ts, gnmi::Notification* out,
-            std::string* first_error);
+  int Apply(const SignalRules& sr, const NativeLeaf& leaf, const std::vector<std::string>& segs,
+            TimeNs ts, gnmi::Notification* out, std::string* first_error);
 
   v1::TelemetryProfile profile_;
   KeyTables tables_;
