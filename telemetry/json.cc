@@ -83,12 +83,12 @@ class Parser {
       SkipSpace();
       if (pos_ >= s_.size() || s_[pos_] != '"') return Fail("expected a member name");
       out->members.emplace_back();
-      if (!String(&out->members.back().first)) return false;
+      if (!String(&out->members.back().name)) return false;
       SkipSpace();
       if (pos_ >= s_.size() || s_[pos_] != ':') return Fail("expected ':'");
       ++pos_;
       SkipSpace();
-      if (!Value(&out->members.back().second, depth + 1)) return false;
+      if (!Value(&out->members.back().value, depth + 1)) return false;
       SkipSpace();
       if (pos_ < s_.size() && s_[pos_] == ',') {
         ++pos_;

@@ -19,13 +19,20 @@
 
 namespace loom::telemetry {
 
+struct JsonMember;
+
 struct JsonValue {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
   Kind kind = Kind::kNull;
   std::string text;  // kString: the unescaped string; kNumber: the number as written; kBool
                      // "true"/"false".
-  std::vector<std::pair<std::string, JsonValue>> members;  // kObject, document order
-  std::vector<JsonValue> items;                            // kArray
+  std::vector<JsonMember> members;  // kObject, document order
+  std::vector<JsonValue> items;     // kArray
+};
+
+struct JsonMember {
+  std::string name;
+  JsonValue value;
 };
 
 // Parses `text` (one JSON value, surrounding whitespace allowed). On error

@@ -16,12 +16,12 @@ TEST(JsonTest, KeepsNumbersAsWrittenAndMembersInOrder) {
       << err;
   ASSERT_EQ(v.kind, JsonValue::Kind::kObject);
   ASSERT_EQ(v.members.size(), 3u);
-  EXPECT_EQ(v.members[0].first, "b");
-  EXPECT_EQ(v.members[0].second.text, "18446744073709551615");  // exact, not a double
-  EXPECT_EQ(v.members[1].second.text, "-1.5e3");
-  ASSERT_EQ(v.members[2].second.items.size(), 3u);
-  EXPECT_EQ(v.members[2].second.items[0].text, "true");
-  EXPECT_EQ(v.members[2].second.items[1].kind, JsonValue::Kind::kNull);
+  EXPECT_EQ(v.members[0].name, "b");
+  EXPECT_EQ(v.members[0].value.text, "18446744073709551615");  // exact, not a double
+  EXPECT_EQ(v.members[1].value.text, "-1.5e3");
+  ASSERT_EQ(v.members[2].value.items.size(), 3u);
+  EXPECT_EQ(v.members[2].value.items[0].text, "true");
+  EXPECT_EQ(v.members[2].value.items[1].kind, JsonValue::Kind::kNull);
 }
 
 TEST(JsonTest, UnescapesStringsToUtf8) {
