@@ -422,8 +422,16 @@ void FlattenUpdate(const gnmi::Path& prefix, const gnmi::Update& update,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   if (full.elem_size() == 0 && (prefix.element_size() > 0 || update.path().element_size() > 0)) {
-    for (const auto& e : prefix.element()) full.add_elem()->set_name(e);
-    for (const auto& e : update.path().element()) full.add_elem()->set_name(e);
+    // Each string is one element in text form ("interface[name=Ethernet0]").
+    std::string text;
+    for (const auto& e : prefix.element()) text += "/" + e;
+    for (const auto& e : update.path().element()) text += "/" + e;
+    gnmi::Path parsed;
+    if (!ParsePath(text, &parsed).ok()) {
+      *error = "bad element path " + text;
+      return;
+    }
+    for (const auto& e : parsed.elem()) *full.add_elem() = e;
   }
 #pragma GCC diagnostic pop
   std::string base = NoOriginText(full);

@@ -213,6 +213,48 @@ TEST(CollectorProfileTest, RejectedPathIsIsolatedAndRetriedOnlyAfterBackoff) {
   EXPECT_FALSE(sink.Get("leaf0/pfc-counters").available);
 }
 
+// Target-defined aliases and the deprecated string element form are read.
+TEST(CollectorProfileTest, AliasesAndDeprecatedElementPathsAreUnderstood) {
+  gnmi::Notification decl;  // "#c0" = leaf0's Ethernet0 counters container
+  decl.set_timestamp(1'700'000'000 * kSec);
+  ASSERT_TRUE(
+      ParsePath("/interfaces/interface[name=Ethernet0]/state/counters", decl.mutable_prefix())
+          .ok());
+  decl.set_alias("#c0");
+  gnmi::Notification use;
+  use.set_timestamp(1'700'000'001 * kSec);
+  use.mutable_prefix()->add_elem()->set_name("#c0");
+  auto* u = use.add_update();
+  u->mutable_path()->add_elem()->set_name("out-octets");
+  u->mutable_val()->set_uint_val(11);
+  gnmi::Notification old;
+  old.set_timestamp(1'700'000'001 * kSec);
+  u = old.add_update();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  for (const char* e :
+       {"interfaces", "interface[name=Ethernet8]", "state", "counters", "in-octets"}) {
+    u->mutable_path()->add_element(e);
+  }
+#pragma GCC diagnostic pop
+  u->mutable_val()->set_uint_val(12);
+  FakeGnmiServer server({decl, use, old});
+  server.SetEncodings({gnmi::PROTO});
+  ASSERT_TRUE(server.Start());
+  VirtualClock clock(10 * kSec);
+  RecordingSink sink;
+  Collector c(Options({ProfileTarget("leaf0", server.address(), "openconfig")}), &sink, &clock);
+  ASSERT_TRUE(c.Start().ok());
+  ASSERT_TRUE(WaitFor([&] {
+    auto v = sink.Values();
+    return v.count("/interfaces/interface[name=Ethernet0]/state/counters/out-octets") &&
+           v.count("/interfaces/interface[name=Ethernet8]/state/counters/in-octets");
+  }));
+  EXPECT_EQ(sink.Values()["/interfaces/interface[name=Ethernet0]/state/counters/out-octets"], "11");
+  EXPECT_EQ(sink.Values()["/interfaces/interface[name=Ethernet8]/state/counters/in-octets"], "12");
+  EXPECT_EQ(c.Health()[0].translate_errors, 0u);
+}
+
 TEST(CollectorProfileTest, RejectedOnChangeFallsBackToSample) {
   FakeGnmiServer server;
   server.SetEncodings({gnmi::PROTO});
