@@ -91,7 +91,7 @@ bool SameTarget(const TargetConfig& a, const TargetConfig& b) {
          subs_equal(a.subscriptions, b.subscriptions) && profiles_equal &&
          a.encodings == b.encodings && a.request_target == b.request_target &&
          a.sample_interval_ns == b.sample_interval_ns && a.aliases == b.aliases &&
-         a.username == b.username && a.password == b.password;
+         a.username == b.username && a.password == b.password && a.signals == b.signals;
 }
 
 namespace {
@@ -203,10 +203,14 @@ struct Collector::Target {
   // The channel of the current / last attempt. Held here, never only by a
   // call: the last reference to a channel must not be dropped inside a gRPC
   // callback reaction (gRPC's callback CQ would then shut itself down from
-  // its own thread, grpc/grpc#32584). Old channels are kept until the target
-  // is destroyed (one per reconnect, released with the target).
+  // its own thread, grpc/grpc#32584). It is replaced on the supervisor
+  // thread; calls (whose stubs hold references) are deleted there or in
+  // Stop(), so the last reference never goes inside a reaction.
   std::shared_ptr<grpc::Channel> channel;
-  std::vector<std::shared_ptr<grpc::Channel>> old_channels;
+  // Updates arrived since the last target failure: the next failure starts
+  // the backoff over; without them the backoff keeps growing (a target
+  // that accepts and drops every stream is not retried every 100 ms).
+  bool delivered_since_failure = false;
   CapsCall* caps = nullptr;
   int active_calls = 0;
   bool removed = false;
@@ -407,6 +411,10 @@ std::unique_ptr<Collector::Target> Collector::MakeTarget(const TargetConfig& cfg
   }
   // Signals in catalogue order, with what the profile says of each.
   for (const std::string& sig : CatalogueSignals()) {
+    if (!cfg.signals.empty() &&
+        std::find(cfg.signals.begin(), cfg.signals.end(), sig) == cfg.signals.end()) {
+      continue;
+    }
     SignalHealth h;
     h.signal = sig;
     bool mapped = false;
@@ -586,7 +594,6 @@ void Collector::SupervisorLoop() {
 }
 
 void Collector::StartCapsLocked(Target& t, TimeNs /*now*/) {
-  if (t.channel) t.old_channels.push_back(t.channel);
   t.channel = NewChannel(t);
   if (t.health.connect_attempts > 0) ++t.health.reconnects;
   ++t.health.connect_attempts;
@@ -714,7 +721,6 @@ void Collector::BuildRequest(const Target& t, Stream& s) const {
 
 void Collector::StartCallLocked(Target& t, Stream& s, TimeNs /*now*/) {
   if (!t.profile_mode) {
-    if (t.channel) t.old_channels.push_back(t.channel);
     t.channel = NewChannel(t);
     if (t.health.connect_attempts > 0) ++t.health.reconnects;
     ++t.health.connect_attempts;
@@ -739,7 +745,6 @@ void Collector::OnConnected(Target& t, Stream& s) {
     if (t.told_connected || t.removed) return;
     t.told_connected = first = true;
     t.health.connected = true;
-    t.health.consecutive_failures = 0;
   }
   if (first) {
     LOG_INFO("gnmi target connected")
@@ -791,12 +796,15 @@ void Collector::OnResponse(Target& t, Stream& s, const gnmi::SubscribeResponse& 
   gnmi::Notification translated;
   const gnmi::Notification* n = &raw;
   size_t bad = 0;
+  bool key_map = false;
   std::string first_error;
   {
     std::lock_guard<std::mutex> tl(t.tr_mu);
     // Target-defined aliases (gNMI 2.4.2): a declaration, or a use in the prefix.
     if (!raw.alias().empty()) {
-      t.aliases[raw.alias()] = raw.prefix();
+      if (t.aliases.size() < 10'000 || t.aliases.count(raw.alias())) {
+        t.aliases[raw.alias()] = raw.prefix();
+      }
       if (raw.update_size() == 0 && raw.delete__size() == 0) return;
     }
     gnmi::Notification resolved;
@@ -815,25 +823,34 @@ void Collector::OnResponse(Target& t, Stream& s, const gnmi::SubscribeResponse& 
       const Entry& e0 = t.entries[s.entries.front()];
       if (e0.key_map >= 0) {
         t.translator->UpdateKeyMap(e0.key_map, *n);
-        std::lock_guard<std::mutex> lock(mu_);
-        s.got_data = true;
-        return;
+        key_map = true;
       }
-      std::vector<int> signals;
-      for (int i : s.entries) {
-        for (int sig : t.entries[i].signals) signals.push_back(sig);
+      if (!key_map) {
+        std::vector<int> signals;
+        for (int i : s.entries) {
+          for (int sig : t.entries[i].signals) signals.push_back(sig);
+        }
+        bad = t.translator->Translate(signals, *n, arrival, &translated, &first_error);
+        n = &translated;
       }
-      bad = t.translator->Translate(signals, *n, arrival, &translated, &first_error);
-      n = &translated;
     } else if (n == &resolved) {
       translated = std::move(resolved);
       n = &translated;
     }
   }
+  if (key_map) {  // Never take mu_ under tr_mu (the supervisor's order is mu_, then tr_mu).
+    std::lock_guard<std::mutex> lock(mu_);
+    s.got_data = true;
+    return;
+  }
   const uint64_t count = static_cast<uint64_t>(n->update_size() + n->delete__size());
   {
     std::lock_guard<std::mutex> lock(mu_);
     s.got_data = true;
+    if (!t.delivered_since_failure) {
+      t.delivered_since_failure = true;
+      t.health.consecutive_failures = 0;
+    }
     if (bad > 0) {
       t.health.translate_errors += bad;
       t.health.last_error = "bad data: " + first_error;
@@ -864,8 +881,10 @@ void Collector::OnCallDone(Target& t, Stream& s, int code, const std::string& er
   TimeNs delay = 0;
   bool log_failure = false;
   std::string log_what;
+  std::string name;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    name = t.config.name;  // `t` may be retired and deleted once the lock is released.
     finished_calls_.push_back(call);
     --active_calls_;
     --t.active_calls;
@@ -918,8 +937,10 @@ void Collector::OnCallDone(Target& t, Stream& s, int code, const std::string& er
       const bool target_was_connected = t.health.connected;
       ++t.health.stream_errors;
       t.health.last_error = error;
+      (void)was_connected;
       t.health.consecutive_failures =
-          was_connected || s.got_data ? 1 : t.health.consecutive_failures + 1;
+          t.delivered_since_failure ? 1 : t.health.consecutive_failures + 1;
+      t.delivered_since_failure = false;
       const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
       delay = BackoffDelay(options_.backoff, t.health.consecutive_failures, u);
       t.health.next_attempt_ns = now + delay;
@@ -948,17 +969,17 @@ void Collector::OnCallDone(Target& t, Stream& s, int code, const std::string& er
   }
   if (log_failure) {
     LOG_WARN(log_what.c_str())
-        .With("target", t.config.name)
+        .With("target", name)
         .With("error", error)
         .With("retry_in_ms", static_cast<int64_t>(delay / kNsPerMs));
   }
-  if (tell_disconnected) sink_->OnTargetDisconnected(t.config.name);
+  if (tell_disconnected) sink_->OnTargetDisconnected(name);
 }
 
 void Collector::RefreshSignalsLocked(Target& t, TimeNs now,
                                      std::vector<SignalAvailability>* changes) {
   const v1::TelemetryProfile& p = *t.config.profile;
-  std::lock_guard<std::mutex> tl(t.tr_mu);
+  // The translator's counters are atomics: no tr_mu here (lock order).
   for (SignalHealth& h : t.health.signals) {
     std::vector<int> idx;
     for (int i = 0; i < p.signals_size(); ++i) {
@@ -982,7 +1003,17 @@ void Collector::RefreshSignalsLocked(Target& t, TimeNs now,
       h.mode = entry->mode == gnmi::ON_CHANGE ? "ON_CHANGE" : "SAMPLE";
       h.rejects = static_cast<uint64_t>(entry->rejects);
     }
-    const auto& c = t.translator->signal_counters(si);
+    uint64_t updates = 0;
+    TimeNs last_arrival = -1;
+    for (int i : idx) {
+      const auto& c = t.translator->signal_counters(i);
+      updates += c.updates.load(std::memory_order_relaxed);
+      last_arrival = std::max(last_arrival, c.last_arrival_ns.load(std::memory_order_relaxed));
+    }
+    struct {
+      uint64_t updates;
+      TimeNs last_arrival_ns;
+    } c{updates, last_arrival};
     h.updates = c.updates;
     h.last_arrival_ns = c.last_arrival_ns;
     h.retry_at_ns = entry != nullptr && entry->rejected ? entry->retry_at : 0;

@@ -32,10 +32,13 @@
 // reconnect timing in tests).
 // Threads — the collector never runs on the controller strand. Responses are
 // decoded and passed to the sink on gRPC callback threads (one read in flight
-// per target, so per-target order is preserved; different targets run
-// concurrently). The supervisor thread only starts calls. Health() and Stop()
-// may be called from any thread. After Stop() returns the sink is not called
-// again.
+// per stream, so per-stream order is preserved; a profile-mode target has a
+// few streams, translated under the target's own lock; different targets run
+// concurrently). The supervisor thread starts calls and tells the sink about
+// signal availability (OnSignalAvailability). Health(), UpdateTargets() and
+// Stop() may be called from any thread. After Stop() returns the sink is not
+// called again. Lock order: the collector's mutex, then a target's
+// translator lock; never the reverse.
 //
 // Bad input: a target whose stream fails (bad message, message over the size
 // limit, protocol error) is counted and reconnected with backoff; updates the
@@ -89,6 +92,9 @@ struct TargetConfig {
   std::unordered_map<std::string, std::string> aliases;  // Interface alias -> name.
   std::string username;  // gNMI "username"/"password" call metadata, if set.
   std::string password;
+  // Catalogue signals that apply to the device (its role); empty = all.
+  // Others are neither subscribed nor reported.
+  std::vector<std::string> signals;
 };
 
 // A plain-mode target.

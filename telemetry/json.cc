@@ -6,6 +6,7 @@ namespace loom::telemetry {
 namespace {
 
 constexpr int kMaxDepth = 64;
+constexpr size_t kMaxValues = 1'000'000;
 
 class Parser {
  public:
@@ -44,6 +45,7 @@ class Parser {
 
   bool Value(JsonValue* out, int depth) {
     if (depth > kMaxDepth) return Fail("nesting deeper than 64");
+    if (++values_ > kMaxValues) return Fail("more than 1000000 values");
     if (pos_ >= s_.size()) return Fail("unexpected end of input");
     const char c = s_[pos_];
     switch (c) {
@@ -263,6 +265,7 @@ class Parser {
 
   std::string_view s_;
   size_t pos_ = 0;
+  size_t values_ = 0;
   const char* error_ = "";
 };
 

@@ -7,7 +7,8 @@
 // numbers as their text, members in document order, and rejects what is not
 // JSON with the byte offset and the reason.
 //
-// Limits: nesting depth 64 (deeper is an error, never a stack overflow);
+// Limits: nesting depth 64 (deeper is an error, never a stack overflow), at
+// most 1,000,000 values (bounded memory for a hostile 16 MB message);
 // strings are unescaped (\uXXXX, surrogate pairs, to UTF-8). Pure; O(n).
 #ifndef LOOM_TELEMETRY_JSON_H_
 #define LOOM_TELEMETRY_JSON_H_

@@ -218,6 +218,8 @@ struct DeviceSlot {
   bool is_nic = false;
   // Interface aliases (inventory): alias -> topology name, for LLDP port ids.
   std::unordered_map<std::string, std::string> aliases;
+  // The system name the device announces in LLDP ("" = its id).
+  std::string lldp_name;
   // Profile mode: staleness interval of the device's interface counters
   // (max(sample, device refresh)); 0 = the table's policy.
   TimeNs counters_interval_ns = 0;
@@ -260,11 +262,7 @@ bool GetUint(const gnmi::TypedValue& v, uint64_t* out) {
   }
 }
 
-// LLDP system names: a fully qualified name matches its short form; case
-// does not matter.
-bool SameSystemName(std::string_view reported, std::string_view device) {
-  auto short_name = [](std::string_view x) { return x.substr(0, x.find('.')); };
-  std::string_view a = short_name(reported), b = short_name(device);
+bool EqualNoCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::tolower(static_cast<unsigned char>(a[i])) !=
@@ -275,13 +273,26 @@ bool SameSystemName(std::string_view reported, std::string_view device) {
   return true;
 }
 
+// LLDP system names: equal ignoring case, or the reported one is a fully
+// qualified name whose first label is the expected name ("leaf1.pod1.example"
+// for "leaf1"). "pod1.leaf1" does not match "pod1.leaf2".
+bool SameSystemName(std::string_view reported, std::string_view expected) {
+  if (EqualNoCase(reported, expected)) return true;
+  const size_t dot = reported.find('.');
+  return dot != std::string_view::npos && expected.find('.') == std::string_view::npos &&
+         EqualNoCase(reported.substr(0, dot), expected);
+}
+
 bool SamePortName(std::string_view reported, std::string_view interface) {
-  if (reported.size() != interface.size()) return false;
-  for (size_t i = 0; i < reported.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(reported[i])) !=
-        std::tolower(static_cast<unsigned char>(interface[i]))) {
-      return false;
-    }
+  return EqualNoCase(reported, interface);
+}
+
+// Port ids that are not names (locally assigned numbers such as an ifIndex):
+// the port cannot be checked by name, only the system name counts.
+bool IsNumber(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
   }
   return true;
 }
@@ -663,6 +674,21 @@ size_t LinkStateTable::Apply(const std::string& target, const gnmi::Notification
     stats_.unknown_target += count;
     return count;
   }
+  // Deletes: an LLDP neighbour (or any of its leaves) gone clears the port's
+  // neighbour; other deletes keep the last value (counters do not vanish).
+  for (const auto& d : n.delete_()) {
+    const gnmi::Path full = JoinPath(n.prefix(), d);
+    if (full.elem_size() < 3 || full.elem(0).name() != "lldp" ||
+        full.elem(2).name() != "interface") {
+      continue;
+    }
+    auto k = full.elem(2).key().find("name");
+    if (k == full.elem(2).key().end()) continue;
+    auto pit = dit->second.ports.find(k->second);
+    if (pit == dit->second.ports.end()) continue;
+    impl_->ports[pit->second].lldp_system.clear();
+    impl_->ports[pit->second].lldp_port.clear();
+  }
   if (n.timestamp() <= 0) {
     stats_.missing_timestamp += count;
     return count;
@@ -712,6 +738,8 @@ void LinkStateTable::ResetDevice(const std::string& device) {
       for (Counter& c : s.c) reset(c);
     }
     for (Counter& c : p.nic) reset(c);
+    p.lldp_system.clear();
+    p.lldp_port.clear();
   }
   for (auto& [k, slot] : dit->second.alb) {
     reset(slot.pkts);
@@ -720,6 +748,12 @@ void LinkStateTable::ResetDevice(const std::string& device) {
 }
 
 namespace {
+
+// The name `device` announces in LLDP (inventory lldp_name; the id by default).
+const std::string& LldpNameOf(const LinkStateTable::Impl& im, const std::string& device) {
+  auto d = im.devices.find(device);
+  return d == im.devices.end() || d->second.lldp_name.empty() ? device : d->second.lldp_name;
+}
 
 // The topology name of `port` on `device` when it is one of the device's
 // aliases; `port` itself otherwise.
@@ -855,11 +889,13 @@ std::vector<LinkDirectionState> LinkStateTable::Compute(TimeNs now_ns) const {
           const Port& port = side == 0 ? tx : rx;
           const auto& self = side == 0 ? tx_end : rx_end;
           const auto& peer = side == 0 ? rx_end : tx_end;
-          if (port.lldp_system.empty() && port.lldp_port.empty()) continue;
+          // Without a system name (an optional TLV, or not arrived yet) the
+          // end says nothing.
+          if (port.lldp_system.empty()) continue;
           any = true;
-          if (!SameSystemName(port.lldp_system, peer.device()) ||
+          if (!SameSystemName(port.lldp_system, LldpNameOf(im, peer.device())) ||
               (!port.lldp_port.empty() && !IsMacAddress(port.lldp_port) &&
-               !SamePortName(port.lldp_port, peer.interface()) &&
+               !IsNumber(port.lldp_port) && !SamePortName(port.lldp_port, peer.interface()) &&
                !SamePortName(AliasOf(im, peer.device(), port.lldp_port), peer.interface()))) {
             s.lldp = LldpCheck::kContradicted;
             s.lldp_detail = self.device() + ":" + self.interface() + " reports neighbor " +
@@ -1021,15 +1057,19 @@ std::vector<PathQuality> ComputePathQualities(const topology::TopologyIndex& ind
 }
 
 void LinkStateTable::SetInterfaceAliases(const std::string& device,
-                                         std::unordered_map<std::string, std::string> aliases) {
+                                         std::unordered_map<std::string, std::string> aliases,
+                                         const std::string& lldp_name) {
   auto dit = impl_->devices.find(device);
-  if (dit != impl_->devices.end()) dit->second.aliases = std::move(aliases);
+  if (dit == impl_->devices.end()) return;
+  dit->second.aliases = std::move(aliases);
+  dit->second.lldp_name = lldp_name;
 }
 
 void LinkTelemetry::SetInterfaceAliases(const std::string& device,
-                                        std::unordered_map<std::string, std::string> aliases) {
+                                        std::unordered_map<std::string, std::string> aliases,
+                                        const std::string& lldp_name) {
   std::lock_guard<std::mutex> lock(mu_);
-  table_.SetInterfaceAliases(device, std::move(aliases));
+  table_.SetInterfaceAliases(device, std::move(aliases), lldp_name);
 }
 
 void LinkStateTable::SetSignalAvailability(const SignalAvailability& a) {

@@ -192,9 +192,11 @@ class LinkStateTable {
   // availability, and for interface-counters the staleness interval.
   void SetSignalAvailability(const SignalAvailability& a);
   // The device's interface aliases (alias -> topology name; inventory), so
-  // an LLDP port id given as an alias still verifies.
+  // an LLDP port id given as an alias still verifies, and the system name it
+  // announces in LLDP ("" = its id).
   void SetInterfaceAliases(const std::string& device,
-                           std::unordered_map<std::string, std::string> aliases);
+                           std::unordered_map<std::string, std::string> aliases,
+                           const std::string& lldp_name = "");
   // device -> signal -> reason, for the devices with unavailable signals.
   std::map<std::string, std::map<std::string, std::string>> UnavailableSignals() const;
 
@@ -259,7 +261,8 @@ class LinkTelemetry final : public TelemetrySink {
   void ResetDevice(const std::string& device);
   void OnSignalAvailability(const SignalAvailability& a) override;
   void SetInterfaceAliases(const std::string& device,
-                           std::unordered_map<std::string, std::string> aliases);
+                           std::unordered_map<std::string, std::string> aliases,
+                           const std::string& lldp_name = "");
 
  private:
   const Clock* clock_;

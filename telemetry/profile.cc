@@ -670,7 +670,8 @@ ProfileTranslator::ProfileTranslator(const v1::TelemetryProfile& profile,
     }
     signals_.push_back(std::move(sr));
   }
-  counters_.resize(signals_.size());
+  counters_ = std::make_unique<SignalCounters[]>(signals_.size());
+  for (const auto& s : profile_.signals()) state_signal_.push_back(s.mode() == "ON_CHANGE");
 }
 
 size_t ProfileTranslator::key_map_size(const std::string& name) const {
@@ -787,6 +788,7 @@ int ProfileTranslator::Apply(const SignalRules& sr, const NativeLeaf& leaf,
         // Repeated samples between device refreshes carry no new information.
         if (sr.refresh_ns > 0) {
           const std::string& vtext = leaf.value;
+          if (last_.size() > 1'000'000) last_.clear();
           auto [it, inserted] = last_.try_emplace(canonical);
           if (!inserted && it->second.value == vtext &&
               ts - it->second.changed_ns < sr.refresh_ns && ts >= it->second.changed_ns) {
@@ -837,8 +839,11 @@ size_t ProfileTranslator::Translate(const std::vector<int>& signals, const gnmi:
       const int r = Apply(signals_[si], l, segs, n.timestamp(), dst, first_error);
       if (r < 0) continue;
       if (r > 0) {
-        ++counters_[si].updates;
-        counters_[si].last_arrival_ns = arrival_ns;
+        counters_[si].updates.fetch_add(1, std::memory_order_relaxed);
+        counters_[si].last_arrival_ns.store(arrival_ns, std::memory_order_relaxed);
+        if (state_signal_[si] && dst->update_size() > 0 && state_leaves_.size() < 100'000) {
+          state_leaves_[l.path] = FormatPath(dst->update(dst->update_size() - 1).path());
+        }
       }
       return r;
     }
@@ -861,13 +866,40 @@ size_t ProfileTranslator::Translate(const std::vector<int>& signals, const gnmi:
     }
   }
   for (const auto& d : n.delete_()) {
-    // Deletes: the path translated as a leaf without a value.
+    // A delete removes the catalogue leaves made from the native leaves at or
+    // under it (state signals are remembered for this); a leaf delete of
+    // another signal is translated as the leaf itself.
+    const std::string native = NoOriginText(JoinPath(n.prefix(), d));
+    bool any = false;
+    for (auto it = state_leaves_.begin(); it != state_leaves_.end();) {
+      const std::string& leaf = it->first;
+      if (leaf == native ||
+          (leaf.size() > native.size() && leaf.compare(0, native.size(), native) == 0 &&
+           leaf[native.size()] == '/') ||
+          native.empty()) {
+        gnmi::Path p;
+        if (ParsePath(it->second, &p).ok()) *out->add_delete_() = std::move(p);
+        last_.erase(it->second);
+        it = state_leaves_.erase(it);
+        any = true;
+      } else {
+        ++it;
+      }
+    }
+    if (any) continue;
     NativeLeaf l;
-    l.path = NoOriginText(JoinPath(n.prefix(), d));
+    l.path = native;
+    SplitPathSegments(l.path, &origin, &segs);
     gnmi::Notification tmp;
-    if (route(l, &tmp) == 1 && tmp.update_size() > 0) {
-      *out->add_delete_() = tmp.update(0).path();
-      --stats_.translated;
+    for (int si : signals) {
+      if (si < 0 || si >= static_cast<int>(signals_.size())) continue;
+      if (Apply(signals_[si], l, segs, n.timestamp(), &tmp, first_error) == 1 &&
+          tmp.update_size() > 0) {
+        *out->add_delete_() = tmp.update(0).path();
+        --stats_.translated;
+        last_.erase(FormatPath(tmp.update(0).path()));
+        break;
+      }
     }
   }
   return bad;

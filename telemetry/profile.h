@@ -28,6 +28,7 @@
 #ifndef LOOM_TELEMETRY_PROFILE_H_
 #define LOOM_TELEMETRY_PROFILE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -162,9 +163,11 @@ class ProfileTranslator {
   size_t key_map_size(const std::string& name) const;
   // Per profile signal: catalogue updates produced (repeats included) and the
   // local time of the last one (-1 = none).
+  // Atomics: read by the collector's supervisor without the translator's
+  // lock (the translator may be busy with a large answer).
   struct SignalCounters {
-    uint64_t updates = 0;
-    TimeNs last_arrival_ns = -1;
+    std::atomic<uint64_t> updates{0};
+    std::atomic<TimeNs> last_arrival_ns{-1};
   };
   const SignalCounters& signal_counters(int signal_index) const { return counters_[signal_index]; }
 
@@ -188,7 +191,11 @@ class ProfileTranslator {
   v1::TelemetryProfile profile_;
   KeyTables tables_;
   std::vector<SignalRules> signals_;
-  std::vector<SignalCounters> counters_;
+  std::unique_ptr<SignalCounters[]> counters_;
+  // Native leaf -> catalogue path, for state signals (ON_CHANGE), so that a
+  // delete of a native subtree (an LLDP neighbour gone) deletes what it made.
+  std::unordered_map<std::string, std::string> state_leaves_;
+  std::vector<bool> state_signal_;
   struct Last {
     std::string value;
     TimeNs changed_ns = 0;

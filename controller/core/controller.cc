@@ -405,13 +405,18 @@ bool Controller::CheckTelemetrySources(std::vector<v1::Event>* events) {
     const size_t a = static_cast<size_t>(2 * i);
     if (a >= snapshot_->links.size()) break;
     const auto& d = snapshot_->links[a];
-    const bool host_link = topo_->FindDevice(links[i].a().device()) != nullptr &&
-                           topo_->FindDevice(links[i].a().device())->role() == v1::DEVICE_ROLE_NIC;
+    auto is_nic = [&](const std::string& id) {
+      const v1::Device* dev = topo_->FindDevice(id);
+      return dev != nullptr && dev->role() == v1::DEVICE_ROLE_NIC;
+    };
+    const bool host_link = is_nic(links[i].a().device()) || is_nic(links[i].b().device());
     if (host_link && !options_.lldp_check_host_links) continue;
     if (d.lldp == loom::telemetry::LldpCheck::kContradicted) {
       excluded[links[i].id()] = d.lldp_detail;
     } else if (d.lldp == loom::telemetry::LldpCheck::kUnverified &&
-               options_.lldp_exclude_unverified) {
+               options_.lldp_exclude_unverified && !d.stale) {
+      // Only links with live telemetry: before any data arrives (start-up)
+      // nothing is unverified yet.
       excluded[links[i].id()] = "no LLDP data (lldp.exclude_unverified)";
     }
   }

@@ -212,6 +212,9 @@ bool BuildTelemetryTargets(const Inventory& inventory, const v1::Topology& topol
       if (!AppliesTo(un->Get(i).signal(), role)) un->DeleteSubrange(i, 1);
     }
     t.profile = std::move(profile);
+    for (const auto& sig : telemetry::CatalogueSignals()) {
+      if (AppliesTo(sig, role)) t.signals.push_back(sig);
+    }
     for (const auto& e : g.encodings()) t.encodings.push_back(e);
     t.request_target = g.target_name();
     t.sample_interval_ns =

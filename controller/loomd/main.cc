@@ -345,7 +345,7 @@ int main(int argc, char** argv) {
     for (const auto& [id, entry] : inv.devices) {
       std::unordered_map<std::string, std::string> aliases(entry.interface_aliases().begin(),
                                                            entry.interface_aliases().end());
-      link_telemetry.SetInterfaceAliases(id, std::move(aliases));
+      link_telemetry.SetInterfaceAliases(id, std::move(aliases), entry.lldp_name());
     }
   };
   apply_aliases(*inventory);
@@ -450,12 +450,19 @@ int main(int argc, char** argv) {
       }
     }
     if (loom::Status s = emulator->Start(&link_telemetry, interval); !s.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(snap_mu);
+        snap_stop = true;
+      }
+      snap_cv.notify_all();
+      if (snapshots.joinable()) snapshots.join();
+      collector.Stop();
       work.reset();
       io.stop();
       core.join();
       return Fail(2, "embedded emulator: " + s.message());
     }
-    snapshots = std::thread(snapshot_loop);
+    if (!snapshots.joinable()) snapshots = std::thread(snapshot_loop);
     LOG_INFO("embedded emulator running")
         .With("scenario", config.emulate_scenario())
         .With("jobs", static_cast<uint64_t>(emulator->Jobs().size()));
@@ -543,7 +550,10 @@ int main(int argc, char** argv) {
       LOG_ERROR("reload refused: configuration").With("error", err);
       continue;
     }
-    if (fresh.telemetry_address().empty()) fresh.set_telemetry_address(config.telemetry_address());
+    // The loom-fabric ready file's gNMI server is not in the config file.
+    if (!config.fabric_ready_file().empty() && fresh.telemetry_address().empty()) {
+      fresh.set_telemetry_address(config.telemetry_address());
+    }
     if (!load_profiles(fresh, &fresh_profiles, &err) ||
         !loom::loomd::ResolveInventory(fresh, index->topology(), fresh_profiles, inv.get(), &err) ||
         !loom::loomd::BuildTelemetryTargets(*inv, index->topology(), fresh_profiles, interval,
@@ -559,6 +569,20 @@ int main(int argc, char** argv) {
     apply_aliases(*inv);
     {
       std::lock_guard<std::mutex> lock(inventory_mu);
+      // Devices that lost their source: forget what their old one did not serve.
+      for (const auto& [id, entry] : inventory->devices) {
+        auto now = inv->devices.find(id);
+        if (entry.gnmi().address().empty() ||
+            (now != inv->devices.end() && !now->second.gnmi().address().empty())) {
+          continue;
+        }
+        for (const auto& sig : loom::telemetry::CatalogueSignals()) {
+          loom::telemetry::SignalAvailability a;
+          a.target = id;
+          a.signal = sig;
+          link_telemetry.OnSignalAvailability(a);
+        }
+      }
       inventory = inv;
     }
     if (!had_targets && !snapshots.joinable()) snapshots = std::thread(snapshot_loop);

@@ -306,6 +306,31 @@ TEST(CollectorProfileTest, JsonIetfOnlyTargetIsAskedInJsonIetf) {
   EXPECT_NE(pfc.reason.find("no per-priority PFC"), std::string::npos) << pfc.reason;
 }
 
+// A target that accepts every stream and drops it right after sync never
+// delivers data: its backoff keeps growing instead of restarting at 100 ms.
+TEST(CollectorProfileTest, TargetDroppingEveryStreamIsRetriedWithGrowingBackoff) {
+  FakeGnmiServer server;
+  server.SetEncodings({gnmi::PROTO});
+  server.EndAfterSync(true);
+  ASSERT_TRUE(server.Start());
+  VirtualClock clock(100 * kSec);
+  RecordingSink sink;
+  Collector c(Options({ProfileTarget("leaf0", server.address(), "loom-fabric")}), &sink, &clock);
+  ASSERT_TRUE(c.Start().ok());
+  TimeNs last_delay = 0;
+  for (int failures = 1; failures <= 3; ++failures) {
+    ASSERT_TRUE(WaitFor([&] { return c.Health()[0].consecutive_failures == failures; }));
+    const TargetHealth h = c.Health()[0];
+    const TimeNs delay = h.next_attempt_ns - clock.Now();
+    EXPECT_GT(delay, last_delay) << failures;  // 1 s, 2 s, 4 s (+-20 %)
+    last_delay = delay;
+    const uint64_t attempts = h.connect_attempts;
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    EXPECT_EQ(c.Health()[0].connect_attempts, attempts);  // nothing before the backoff
+    clock.Set(h.next_attempt_ns);
+  }
+}
+
 TEST(CollectorProfileTest, NoCommonEncodingBacksOffInsteadOfSubscribing) {
   FakeGnmiServer server;
   server.SetEncodings({gnmi::JSON});  // the host profile speaks PROTO only

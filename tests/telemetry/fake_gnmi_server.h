@@ -91,6 +91,11 @@ class FakeGnmiServer final : public gnmi::gNMI::Service {
     std::lock_guard<std::mutex> lock(mu_);
     rejected_paths_.insert(path);
   }
+  // Ends every stream (OK) right after its sync_response.
+  void EndAfterSync(bool v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    end_after_sync_ = v;
+  }
   // A Subscribe asking ON_CHANGE for this path fails whole with INVALID_ARGUMENT.
   void RejectOnChange(const std::string& path) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -145,6 +150,10 @@ class FakeGnmiServer final : public gnmi::gNMI::Service {
     sync.set_sync_response(true);
     ok = ok && stream->Write(sync);
     std::unique_lock<std::mutex> lock(mu_);
+    if (end_after_sync_) {
+      streams_.erase(&queue);
+      return grpc::Status::OK;
+    }
     while (ok && !stopping_ && !ctx->IsCancelled()) {
       if (queue.empty()) {
         cv_.wait_for(lock, std::chrono::milliseconds(10));
@@ -188,6 +197,7 @@ class FakeGnmiServer final : public gnmi::gNMI::Service {
   int required_encoding_ = -1;
   std::set<std::string> rejected_paths_;
   std::set<std::string> rejected_on_change_;
+  bool end_after_sync_ = false;
 };
 
 }  // namespace loom::telemetry::testing

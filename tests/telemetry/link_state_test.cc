@@ -517,6 +517,31 @@ TEST_F(LinkCheckTest, LldpVerifiesContradictsOrLeavesUnverified) {
   EXPECT_EQ(Link("leaf-0", "spine-1").lldp, LldpCheck::kVerified);
 }
 
+TEST_F(LinkCheckTest, LldpNamesNumbersMissingNamesAndDeletes) {
+  // No system name (an optional TLV): the end says nothing.
+  Lldp("leaf-0", "Ethernet0", "", "Ethernet0");
+  EXPECT_EQ(Link("leaf-0", "spine-0").lldp, LldpCheck::kUnverified);
+  // A numeric (locally assigned) port id is checked by system name only.
+  Lldp("leaf-0", "Ethernet0", "spine-0", "17");
+  EXPECT_EQ(Link("leaf-0", "spine-0").lldp, LldpCheck::kVerified);
+  // A name that only shares a label is someone else.
+  Lldp("leaf-0", "Ethernet0", "pod1.spine-0", "Ethernet0");
+  EXPECT_EQ(Link("leaf-0", "spine-0").lldp, LldpCheck::kContradicted);
+  // The inventory says what spine-0 calls itself.
+  Lldp("leaf-0", "Ethernet0", "dc1-r3-spine0.example.net", "Ethernet0");
+  EXPECT_EQ(Link("leaf-0", "spine-0").lldp, LldpCheck::kContradicted);
+  table_.SetInterfaceAliases("spine-0", {}, "dc1-r3-spine0");
+  EXPECT_EQ(Link("leaf-0", "spine-0").lldp, LldpCheck::kVerified);
+  // The neighbour goes away (a delete of its subtree): unverified again.
+  gnmi::Notification del;
+  del.set_timestamp(2);
+  ASSERT_TRUE(ParsePath("/lldp/interfaces/interface[name=Ethernet0]/neighbors/neighbor[id=1]",
+                        del.add_delete_())
+                  .ok());
+  table_.Apply("leaf-0", del, 2);
+  EXPECT_EQ(Link("leaf-0", "spine-0").lldp, LldpCheck::kUnverified);
+}
+
 // A device that refreshes its counters every 10 s is not stale 3 s after a
 // sample; a device that does not serve a signal marks its links.
 TEST_F(LinkCheckTest, DeviceRefreshIntervalStretchesStalenessAndUnavailableSignalsShow) {

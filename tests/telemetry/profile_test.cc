@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 
 #include "telemetry/path.h"
@@ -283,6 +284,37 @@ TEST(ProfileTest, AliasesFromTheInventoryRenameInterfaces) {
   std::string err;
   tr.Translate({0}, n, 1, &out, &err);
   EXPECT_EQ(Values(out)["/interfaces/interface[name=Ethernet0]/state/counters/out-octets"], "3");
+}
+
+// SONiC deletes a port's LLDP_ENTRY_TABLE entry when the neighbour goes: the
+// catalogue leaves made from it are deleted.
+TEST(ProfileTest, DeletingANativeSubtreeDeletesTheStateLeavesMadeFromIt) {
+  const auto& p = Shipped().profiles.at("sonic");
+  ProfileTranslator tr(p, {});
+  const std::vector<int> lldp = {SignalIndex(p, "lldp")};
+  gnmi::Notification n;
+  n.set_timestamp(1);
+  gnmi::Update* u = n.add_update();
+  *u->mutable_path() = P("LLDP_ENTRY_TABLE");
+  u->mutable_val()->set_json_ietf_val(
+      R"({"Ethernet0":{"lldp_rem_sys_name":"spine0","lldp_rem_port_id":"Ethernet4"},)"
+      R"("Ethernet4":{"lldp_rem_sys_name":"spine1"}})");
+  gnmi::Notification out;
+  std::string err;
+  tr.Translate(lldp, n, 1, &out, &err);
+  EXPECT_EQ(out.update_size(), 3);
+  gnmi::Notification del;
+  del.set_timestamp(2);
+  *del.add_delete_() = P("LLDP_ENTRY_TABLE/Ethernet0");
+  gnmi::Notification out2;
+  tr.Translate(lldp, del, 2, &out2, &err);
+  std::set<std::string> deleted;
+  for (const auto& d : out2.delete_()) deleted.insert(FormatPath(d));
+  EXPECT_EQ(deleted,
+            (std::set<std::string>{
+                "/lldp/interfaces/interface[name=Ethernet0]/neighbors/neighbor[id=1]/state/port-id",
+                "/lldp/interfaces/interface[name=Ethernet0]/neighbors/neighbor[id=1]/state/"
+                "system-name"}));
 }
 
 // Rendering (personalities) is the inverse of translating.
