@@ -143,8 +143,8 @@ bool Validate(const std::string& set, const std::string& json, const std::string
   FILE* f = fdopen(fd, "w");
   std::fputs(json.c_str(), f);
   std::fclose(f);
-  std::string cmd = "/bin/bash '" + YangDir() + "/validate.sh' " + set + " " + name + " " + type +
-                    " 2>&1";
+  std::string cmd =
+      "/bin/bash '" + YangDir() + "/validate.sh' " + set + " " + name + " " + type + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   log->clear();
   char buf[512];
@@ -222,9 +222,10 @@ TEST(SetAdapterTest, SonicSetRequest) {
   EXPECT_TRUE(Has(ops,
                   "replace sonic-db:/CONFIG_DB/localhost/PFC_WD/GLOBAL => "
                   "{\"POLL_INTERVAL\":\"200\"}"));
-  EXPECT_TRUE(Has(ops,
-                  "replace sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet8 => "
-                  "{\"action\":\"drop\",\"detection_time\":\"400\",\"restoration_time\":\"2000\"}"));
+  EXPECT_TRUE(
+      Has(ops,
+          "replace sonic-db:/CONFIG_DB/localhost/PFC_WD/Ethernet8 => "
+          "{\"action\":\"drop\",\"detection_time\":\"400\",\"restoration_time\":\"2000\"}"));
   EXPECT_TRUE(Has(ops,
                   "replace sonic-db:/CONFIG_DB/localhost/WRED_PROFILE/LOOM_ECN_0 => "
                   "{\"ecn\":\"ecn_green\",\"wred_green_enable\":\"true\",\"green_min_threshold\":"
@@ -256,13 +257,12 @@ TEST(SetAdapterTest, SonicPayloadPassesYanglintAndBrokenPayloadsFail) {
   std::string doc = YangDocument(out), log;
   EXPECT_TRUE(Validate("sonic", doc, "config", &log)) << log << "\n" << doc;
   // The check can fail: a flowlet idle time outside 2..2047 us ...
-  EXPECT_FALSE(Validate(
-      "sonic", Replace(doc, "\"flowlet_idle_time\":256", "\"flowlet_idle_time\":5000"),
-      "config", &log));
+  EXPECT_FALSE(Validate("sonic",
+                        Replace(doc, "\"flowlet_idle_time\":256", "\"flowlet_idle_time\":5000"),
+                        "config", &log));
   EXPECT_NE(log.find("flowlet_idle_time"), std::string::npos) << log;
   // ... a PFC watchdog detection time out of range, an unknown ECN mode.
-  EXPECT_FALSE(Validate("sonic",
-                        Replace(doc, "\"detection_time\":400", "\"detection_time\":50"),
+  EXPECT_FALSE(Validate("sonic", Replace(doc, "\"detection_time\":400", "\"detection_time\":50"),
                         "config", &log));
   EXPECT_FALSE(Validate("sonic", Replace(doc, "\"ecn_green\"", "\"ecn_blue\""), "config", &log));
   // CONFIG_DB strings are not RFC 7951 numbers: the wire form does not pass as is.
@@ -332,10 +332,12 @@ TEST(SetAdapterTest, SonicReadBackDlbAndWatchdog) {
   n->mutable_prefix()->set_origin("sonic-db");
   auto add = [n](const char* table, const char* json) {
     auto* u = n->add_update();
-    for (const char* e : {"CONFIG_DB", "localhost", table}) u->mutable_path()->add_elem()->set_name(e);
+    for (const char* e : {"CONFIG_DB", "localhost", table})
+      u->mutable_path()->add_elem()->set_name(e);
     u->mutable_val()->set_json_ietf_val(json);
   };
-  add("ARS_OBJECT", R"({"loom": {"assign_mode": "per_flowlet_quality", "flowlet_idle_time": "256"}})");
+  add("ARS_OBJECT",
+      R"({"loom": {"assign_mode": "per_flowlet_quality", "flowlet_idle_time": "256"}})");
   add("PFC_WD", R"({"GLOBAL": {"POLL_INTERVAL": "200"},
                     "Ethernet8": {"action": "drop", "detection_time": "400", "restoration_time": "2000"}})");
   v1::DeviceState got;
@@ -397,10 +399,10 @@ TEST(SetAdapterTest, OpenConfigPayloadPassesYanglintAndBrokenPayloadsFail) {
   std::string doc = YangDocument(out), log;
   ASSERT_NE(doc, "{}");
   EXPECT_TRUE(Validate("openconfig", doc, "config", &log)) << log << "\n" << doc;
-  EXPECT_FALSE(Validate("openconfig",
-                        Replace(doc, "\"max-drop-probability-percent\":20",
-                                "\"max-drop-probability-percent\":150"),
-                        "config", &log));
+  EXPECT_FALSE(Validate(
+      "openconfig",
+      Replace(doc, "\"max-drop-probability-percent\":20", "\"max-drop-probability-percent\":150"),
+      "config", &log));
   EXPECT_FALSE(Validate("openconfig", Replace(doc, "\"enable-ecn\"", "\"enable-ecn-typo\""),
                         "config", &log));
   // The queue's profile must exist (leafref).
