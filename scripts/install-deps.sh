@@ -12,7 +12,7 @@ BUILD_PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 TEST_PKGS=(
-  clang-format python3 python3-grpcio python3-protobuf prometheus
+  clang-format python3 python3-grpcio python3-protobuf prometheus libyang2-tools
   gobgpd exabgp clang libclang-rt-14-dev libglpk-dev
 )
 

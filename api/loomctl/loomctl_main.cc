@@ -46,6 +46,10 @@ Commands:
   events [--from REV] [--subject S]   print the event log (from REV, default 1) and exit
   render DEVICE --vendor junos|nxos|sonic
                                       the switch's desired state as vendor configuration
+  render DEVICE --adapter loom|sonic|openconfig
+                                      the gNMI SetRequest that platform adapter would send,
+                                      each block marked VALIDATED / SOURCED / UNVERIFIED,
+                                      and what the platform cannot express
   device DEVICE                       a switch's desired vs applied state and sync status
   devices [DEVICE]                    every device's telemetry source: platform, address,
                                       connection, negotiated encoding and each signal's
@@ -553,21 +557,28 @@ int CmdDevice(Ctx& ctx, const std::string& cmd, const std::vector<std::string>& 
               const loom::Flags& flags) {
   if (args.empty()) {
     std::cerr << "loomctl: usage: loomctl " << cmd << " DEVICE"
-              << (cmd == "render" ? " --vendor junos|nxos|sonic" : "") << "\n";
+              << (cmd == "render" ? " --vendor junos|nxos|sonic | --adapter loom|sonic|openconfig"
+                                  : "")
+              << "\n";
     return 2;
   }
   v1::GetDeviceStateRequest req;
   req.set_device(args[0]);
   if (cmd == "render") {
     std::string vendor = flags.Get("vendor");
-    if (vendor == "junos") {
+    std::string adapter = flags.Get("adapter");
+    if (!adapter.empty()) req.set_adapter(adapter);
+    if (vendor.empty() && !adapter.empty()) {
+      // Adapter preview only.
+    } else if (vendor == "junos") {
       req.set_format(v1::CONFIG_FORMAT_JUNOS);
     } else if (vendor == "nxos") {
       req.set_format(v1::CONFIG_FORMAT_NXOS);
     } else if (vendor == "sonic") {
       req.set_format(v1::CONFIG_FORMAT_SONIC);
     } else {
-      std::cerr << "loomctl: render needs --vendor junos, nxos or sonic\n";
+      std::cerr << "loomctl: render needs --vendor junos, nxos or sonic, or --adapter loom, "
+                   "sonic or openconfig\n";
       return 2;
     }
   }
@@ -606,7 +617,7 @@ int main(int argc, char** argv) {
   std::string error;
   if (!flags.Parse(argc, argv, 1,
                    {"server", "timeout", "device", "reason", "tenant", "from", "subject",
-                    "request-id", "vendor"},
+                    "request-id", "vendor", "adapter"},
                    {"json", "help", "drained"}, &error)) {
     std::cerr << "loomctl: " << error << "\n";
     return 2;

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "controller/core/job_validation.h"
+#include "southbound/gnmi/set_adapter.h"
 #include "southbound/render/render.h"
 
 namespace loom::api {
@@ -258,23 +259,45 @@ grpc::ServerUnaryReactor* FabricServiceImpl::GetDeviceState(grpc::CallbackServer
     return reactor;
   }
   v1::ConfigFormat format = req->format();
-  controller_.GetDeviceState(
-      *req, [this, reactor, resp, format](Status s, v1::GetDeviceStateResponse answer) {
-        if (s.ok()) {
-          *resp = std::move(answer);
-          // The callback runs on the controller strand; rendering one device
-          // is a few microseconds of string building.
-          using loom::southbound::render::Vendor;
-          if (format != v1::CONFIG_FORMAT_UNSPECIFIED) {
-            Vendor v = format == v1::CONFIG_FORMAT_JUNOS  ? Vendor::kJunos
-                       : format == v1::CONFIG_FORMAT_NXOS ? Vendor::kNxos
-                                                          : Vendor::kSonic;
-            resp->set_rendered(loom::southbound::render::Render(
-                resp->desired(), controller_.topology().topology(), v));
-          }
-        }
-        reactor->Finish(ToGrpc(s));
-      });
+  std::shared_ptr<loom::southbound::gnmi::SetAdapter> adapter;
+  if (!req->adapter().empty()) {
+    adapter = loom::southbound::gnmi::MakeSetAdapter(req->adapter());
+    if (adapter == nullptr) {
+      reactor->Finish(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       "adapter: \"" + req->adapter() + "\" is not loom, sonic or openconfig"));
+      return reactor;
+    }
+  }
+  controller_.GetDeviceState(*req, [this, reactor, resp, format, adapter, device = req->device()](
+                                       Status s, v1::GetDeviceStateResponse answer) {
+    if (s.ok()) {
+      *resp = std::move(answer);
+      std::string preview;
+      if (adapter != nullptr) {
+        // What the platform adapter would send, with the mark per block.
+        loom::southbound::gnmi::AdapterContext actx;
+        actx.topology = &controller_.topology().topology();
+        if (options_.adapter_context) options_.adapter_context(device, &actx);
+        v1::DeviceState desired = resp->desired();
+        desired.set_device(device);
+        preview = loom::southbound::gnmi::FormatPreview(*adapter, adapter->Encode(desired, actx));
+        resp->set_rendered(preview);
+      }
+      // The callback runs on the controller strand; rendering one device
+      // is a few microseconds of string building.
+      using loom::southbound::render::Vendor;
+      if (format != v1::CONFIG_FORMAT_UNSPECIFIED) {
+        Vendor v = format == v1::CONFIG_FORMAT_JUNOS  ? Vendor::kJunos
+                   : format == v1::CONFIG_FORMAT_NXOS ? Vendor::kNxos
+                                                      : Vendor::kSonic;
+        resp->set_rendered(preview + (preview.empty() ? "" : "\n") +
+                           loom::southbound::render::Render(resp->desired(),
+                                                            controller_.topology().topology(), v));
+      }
+    }
+    reactor->Finish(ToGrpc(s));
+  });
   return reactor;
 }
 

@@ -17,6 +17,7 @@
 #include "controller/core/controller.h"
 #include "loom/v1/fabric_service.grpc.pb.h"
 #include "loom/v1/scheduler_service.grpc.pb.h"
+#include "southbound/gnmi/set_adapter.h"
 
 namespace loom::api {
 
@@ -28,6 +29,11 @@ struct ServiceOptions {
   // (filled by loomd from the inventory and the collector; any thread, must
   // not block). Unset = UNIMPLEMENTED.
   std::function<loom::v1::ListDevicesResponse(const std::string& device)> list_devices;
+  // GetDeviceState with `adapter`: fills what the topology does not know
+  // (next-hop addresses from the inventory's BGP sessions, gNMI target).
+  // Unset = topology only (routes then show as not expressed: no address).
+  std::function<void(const std::string& device, loom::southbound::gnmi::AdapterContext* ctx)>
+      adapter_context;
 };
 
 class FabricServiceImpl final : public loom::v1::FabricService::CallbackService {

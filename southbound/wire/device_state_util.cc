@@ -56,6 +56,10 @@ void Canonicalize(v1::DeviceState* s) {
     return std::make_tuple(a.interface(), a.priority()) <
            std::make_tuple(b.interface(), b.priority());
   });
+  if (s->has_pfc_watchdog()) {
+    auto* ifs = s->mutable_pfc_watchdog()->mutable_interfaces();
+    std::sort(ifs->begin(), ifs->end());
+  }
   for (auto& r : *s->mutable_next_hop_reach()) {
     std::sort(r.mutable_egress()->begin(), r.mutable_egress()->end());
     std::sort(r.mutable_beyond()->begin(), r.mutable_beyond()->end());
@@ -104,6 +108,9 @@ std::vector<std::string> DifferingParts(const v1::DeviceState& a, const v1::Devi
   });
   diff("thresholds", [](const v1::DeviceState& s, v1::DeviceState* o) {
     *o->mutable_thresholds() = s.thresholds();
+  });
+  diff("pfc_watchdog", [](const v1::DeviceState& s, v1::DeviceState* o) {
+    if (s.has_pfc_watchdog()) *o->mutable_pfc_watchdog() = s.pfc_watchdog();
   });
   diff("next_hop_reach", [](const v1::DeviceState& s, v1::DeviceState* o) {
     *o->mutable_next_hop_reach() = s.next_hop_reach();

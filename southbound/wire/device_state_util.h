@@ -25,7 +25,7 @@ void Canonicalize(loom::v1::DeviceState* s);
 bool SameContent(const loom::v1::DeviceState& a, const loom::v1::DeviceState& b);
 
 // Names of the parts that differ: "colors", "routes", "weights", "dlb",
-// "alb_tables", "spray_rules", "thresholds", "next_hop_reach".
+// "alb_tables", "spray_rules", "thresholds", "pfc_watchdog", "next_hop_reach".
 std::vector<std::string> DifferingParts(const loom::v1::DeviceState& a,
                                         const loom::v1::DeviceState& b);
 
