@@ -2,11 +2,15 @@
 
 #include <fnmatch.h>
 
+#include <boost/asio/ip/address.hpp>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <set>
 
 #include "controller/loomd/config.h"
+#include "southbound/bgp/prefix_plan.h"
 
 namespace loom::loomd {
 namespace {
@@ -228,6 +232,169 @@ bool BuildTelemetryTargets(const Inventory& inventory, const v1::Topology& topol
       }
     }
     out->push_back(std::move(t));
+  }
+  return true;
+}
+
+namespace {
+
+bool ParseIpv4(const std::string& s, uint32_t* out) {
+  unsigned a, b, c, d;
+  char tail;
+  if (std::sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4) return false;
+  if (a > 255 || b > 255 || c > 255 || d > 255) return false;
+  *out = (a << 24) | (b << 16) | (c << 8) | d;
+  return true;
+}
+
+}  // namespace
+
+bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, Southbound* out,
+                     std::string* error) {
+  *out = Southbound();
+  std::map<std::string, std::set<std::string>> neighbours;
+  for (const auto& l : topology.links()) {
+    neighbours[l.a().device()].insert(l.b().device());
+    neighbours[l.b().device()].insert(l.a().device());
+  }
+  // The plan's color for each (leaf, via).
+  std::map<std::pair<std::string, std::string>, uint32_t> plan_color;
+  for (const auto& cs : southbound::bgp::ColorSessions(topology)) {
+    plan_color[{cs.leaf, cs.via}] = cs.color;
+  }
+  std::set<std::string> local_addresses;
+  for (const auto& [id, entry] : inventory.devices) {
+    if (entry.route_budget().max_prefixes() > 0) {
+      out->max_prefixes[id] = entry.route_budget().max_prefixes();
+    }
+    const bool has_bgp = entry.has_bgp();
+    if (has_bgp) {
+      const auto& b = entry.bgp();
+      const std::string where = "device " + id + ": bgp";
+      uint32_t rid = 0;
+      if (b.local_as() == 0) {
+        *error = where + ".local_as: required";
+        return false;
+      }
+      if (!ParseIpv4(b.router_id(), &rid) || rid == 0) {
+        *error = where + ".router_id: \"" + b.router_id() + "\" is not a dotted-quad identifier";
+        return false;
+      }
+      if (out->router_id != 0 && out->router_id != rid) {
+        *error = where + ".router_id: every session of Loom's must use the same router id";
+        return false;
+      }
+      out->router_id = rid;
+      std::string address = b.address();
+      for (size_t p = address.find("{id}"); p != std::string::npos; p = address.find("{id}")) {
+        address.replace(p, 4, id);
+      }
+      boost::system::error_code ec;
+      boost::asio::ip::make_address(address, ec);
+      if (address.empty() || ec) {
+        *error = where + ".address: \"" + address + "\" is not an IP address";
+        return false;
+      }
+      if (b.port() > 65535) {
+        *error = where + ".port: " + std::to_string(b.port()) + " is not a TCP port";
+        return false;
+      }
+      if (b.hold_time_s() == 1 || b.hold_time_s() == 2 || b.hold_time_s() > 65535) {
+        *error = where + ".hold_time_s: must be 0 or 3..65535 (RFC 4271)";
+        return false;
+      }
+      if (b.graceful_restart_s() > 4095) {
+        *error = where + ".graceful_restart_s: at most 4095 (RFC 4724)";
+        return false;
+      }
+      if (b.sessions_size() == 0) {
+        *error = where + ".sessions: none (one per spine the device may send traffic through)";
+        return false;
+      }
+      uint32_t peer_as = b.peer_as();
+      if (peer_as == 0) peer_as = southbound::bgp::LeafAs(topology, id);
+      for (int i = 0; i < b.sessions_size(); ++i) {
+        const auto& cs = b.sessions(i);
+        const std::string sw = where + ".sessions[" + std::to_string(i) + "]";
+        if (!neighbours[id].count(cs.via())) {
+          *error = sw + ": via " + cs.via() + " is not a neighbour of " + id;
+          return false;
+        }
+        uint32_t color = cs.fabric_color();
+        if (color == 0) {
+          auto pc = plan_color.find({id, cs.via()});
+          if (pc == plan_color.end()) {
+            *error = sw + ": no plan color for via " + cs.via() + "; set fabric_color";
+            return false;
+          }
+          color = pc->second;
+        }
+        uint32_t nh = 0;
+        if (!ParseIpv4(cs.next_hop(), &nh)) {
+          *error = sw + ".next_hop: \"" + cs.next_hop() + "\" is not an IPv4 address (" + cs.via() +
+                   "'s address as " + id + " sees it)";
+          return false;
+        }
+        if (!cs.local_address().empty()) {
+          boost::asio::ip::make_address(cs.local_address(), ec);
+          if (ec) {
+            *error = sw + ".local_address: \"" + cs.local_address() + "\" is not an IP address";
+            return false;
+          }
+          if (!local_addresses.insert(cs.local_address() + "|" + address).second) {
+            *error = sw + ".local_address: " + cs.local_address() + " is used twice towards " +
+                     address + " (each session needs its own)";
+            return false;
+          }
+        }
+        southbound::bgp::PeerConfig p;
+        p.name = id + "/" + std::to_string(color);
+        p.device = id;
+        p.local_as = b.local_as();
+        p.peer_as = peer_as;
+        p.peer_address = address;
+        p.peer_port = static_cast<uint16_t>(b.port() == 0 ? 179 : b.port());
+        p.local_address = cs.local_address();
+        p.passive = b.passive();
+        p.hold_time_s = static_cast<uint16_t>(b.hold_time_s() == 0 ? 9 : b.hold_time_s());
+        p.connect_retry = std::chrono::milliseconds(2000);
+        p.idle_hold = std::chrono::milliseconds(500);
+        p.fabric_color = color;
+        p.next_hop = cs.next_hop();
+        p.via = cs.via();
+        p.ttl = b.multihop() ? 255 : 1;
+        p.graceful_restart = true;
+        p.restart_time_s =
+            static_cast<uint16_t>(b.graceful_restart_s() == 0 ? 120 : b.graceful_restart_s());
+        p.ipv6 = false;
+        out->bgp_sessions.push_back(std::move(p));
+      }
+    }
+    if (!entry.has_set()) continue;
+    const auto& st = entry.set();
+    const std::string where = "device " + id + ": set";
+    std::string address = st.address().empty() ? entry.gnmi().address() : st.address();
+    for (size_t p = address.find("{id}"); p != std::string::npos; p = address.find("{id}")) {
+      address.replace(p, 4, id);
+    }
+    if (st.adapter() == "render-only") {
+      out->render_only.push_back(id);
+      continue;
+    }
+    if (st.adapter() != "loom") {
+      *error = where + ".adapter: \"" + st.adapter() +
+               "\" is not available yet (available: loom, render-only); platform adapters "
+               "(sonic, openconfig) are being added";
+      return false;
+    }
+    std::string host;
+    int port = 0;
+    if (!SplitHostPort(address, &host, &port) || port == 0) {
+      *error = where + ".address: \"" + address + "\" is not host:port (nor is gnmi.address)";
+      return false;
+    }
+    southbound::gnmi::GnmiDeviceConfig g{id, address, entry.gnmi().target_name()};
+    (has_bgp ? out->set_with_bgp : out->set_only).push_back(std::move(g));
   }
   return true;
 }

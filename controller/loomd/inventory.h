@@ -15,6 +15,8 @@
 #include "loom/v1/config.pb.h"
 #include "loom/v1/fabric_service.pb.h"
 #include "loom/v1/topology.pb.h"
+#include "southbound/bgp/session.h"
+#include "southbound/gnmi/gnmi_driver.h"
 #include "telemetry/collector.h"
 #include "telemetry/profile.h"
 
@@ -38,6 +40,28 @@ bool ResolveInventory(const v1::LoomdConfig& config, const v1::Topology& topolog
 bool BuildTelemetryTargets(const Inventory& inventory, const v1::Topology& topology,
                            const telemetry::ProfileSet& profiles, TimeNs sample_interval_ns,
                            std::vector<telemetry::TargetConfig>* out, std::string* error);
+
+// Programming from the inventory.
+struct Southbound {
+  // Loom's BGP sessions (one per device and color), and its router id.
+  std::vector<southbound::bgp::PeerConfig> bgp_sessions;
+  uint32_t router_id = 0;
+  // gNMI Set targets: devices that also have BGP (Set carries DLB, ALB,
+  // thresholds and QP-split routes) and devices programmed over Set alone
+  // (Set carries everything).
+  std::vector<southbound::gnmi::GnmiDeviceConfig> set_with_bgp;
+  std::vector<southbound::gnmi::GnmiDeviceConfig> set_only;
+  // Devices whose desired state is only rendered (`loomctl render`).
+  std::vector<std::string> render_only;
+  // Route budgets: device -> max prefixes (0 entries are left out).
+  std::map<std::string, uint32_t> max_prefixes;
+};
+
+// Validates the inventory's bgp / set parts and builds the sessions and Set
+// targets. Errors name the device and field ("device leaf0: bgp.sessions[1]:
+// via spine7 is not a neighbour of leaf0").
+bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, Southbound* out,
+                     std::string* error);
 
 // `loomctl devices`: every topology device with its inventory entry and the
 // collector's view of it. `embedded` = the in-process emulator feeds

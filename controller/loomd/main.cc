@@ -21,6 +21,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -40,6 +41,7 @@
 #include "southbound/bgp/prefix_plan.h"
 #include "southbound/bgp/speaker.h"
 #include "southbound/gnmi/gnmi_driver.h"
+#include "southbound/wire/budget_driver.h"
 #include "southbound/wire/composite_driver.h"
 #include "telemetry/collector.h"
 #include "telemetry/link_state.h"
@@ -194,15 +196,23 @@ int main(int argc, char** argv) {
   loom::controller::Controller controller(io, clock, *store, index, *registry, copts);
   if (emulator) controller.AddDriver(emulator->driver());
 
-  // Over the wire (a running loom-fabric, as real switches): BGP-DPF to every
-  // leaf for colors, routes and weights; gNMI Set for the other parts.
+  // Programming over the wire. Two sources of devices, one set of drivers:
+  // the device inventory (`bgp` and `set` entries: real switches) and a
+  // running loom-fabric's ready file (every leaf over BGP-DPF, every switch
+  // over gNMI Set). BGP carries colors, colored routes, weights and NNHN;
+  // gNMI Set the DLB/ALB/spray/threshold parts and the routes split by
+  // destination QP (BGP-DPF carries one color per prefix); devices with Set
+  // alone get everything over Set. Route budgets wrap it all.
   boost::asio::io_context bgp_io;
   auto bgp_work = boost::asio::make_work_guard(bgp_io);
   std::unique_ptr<loom::southbound::bgp::Speaker> speaker;
   std::unique_ptr<loom::southbound::bgp::BgpDriver> bgp_driver;
   std::unique_ptr<loom::southbound::gnmi::GnmiDriver> gnmi_driver;
+  std::unique_ptr<loom::southbound::gnmi::GnmiDriver> gnmi_full_driver;
   std::unique_ptr<loom::southbound::CompositeDriver> wire_driver;
+  std::unique_ptr<loom::southbound::BudgetDriver> wire_budget, full_budget;
   std::thread bgp_thread;
+  loom::loomd::Southbound sb;
   if (!config.fabric_ready_file().empty()) {
     std::ifstream in(config.fabric_ready_file());
     std::stringstream text;
@@ -224,49 +234,104 @@ int main(int argc, char** argv) {
         leaf_ports[leaf] = static_cast<uint16_t>(port.number_value());
       }
     }
-    loom::southbound::bgp::SpeakerConfig sc;
-    sc.router_id = 0x0a0000fe;
-    sc.listen_port = -1;  // loomd dials every leaf
-    speaker = std::make_unique<loom::southbound::bgp::Speaker>(bgp_io, sc);
-    loom::southbound::bgp::BgpDriverConfig bc;
-    bc.sessions = loom::southbound::bgp::LoomPeers(index->topology(), leaf_ports);
-    const loom::southbound::bgp::PrefixPlan plan(index->topology());
-    bc.destination_prefixes = plan.DestinationPrefixes();
-    bc.ignore_non_bgp_parts = true;
-    bc.router_ids = loom::southbound::bgp::RouterIds(index->topology());  // NNHN
-    bc.egress_leaves = plan.EgressLeaves();
-    bgp_driver = std::make_unique<loom::southbound::bgp::BgpDriver>(bgp_io, speaker.get(), bc);
-    loom::southbound::gnmi::GnmiDriverConfig gc;
+    sb.router_id = 0x0a0000fe;
+    sb.bgp_sessions = loom::southbound::bgp::LoomPeers(index->topology(), leaf_ports);
     for (const auto& d : index->topology().devices()) {
       if (d.role() == loom::v1::DEVICE_ROLE_LEAF || d.role() == loom::v1::DEVICE_ROLE_SPINE ||
           d.role() == loom::v1::DEVICE_ROLE_SUPER_SPINE) {
-        gc.devices.push_back({d.id(), gnmi, ""});
+        sb.set_with_bgp.push_back({d.id(), gnmi, ""});
       }
     }
-    // BGP carries colors, colored routes and weights (link bandwidth); gNMI the
-    // DLB/ALB/spray/threshold parts, and the routes split by destination QP (policy
-    // qp_split), which BGP-DPF cannot carry (one color per prefix).
-    gc.parts = (loom::southbound::gnmi::kGnmiDefaultParts &
-                ~loom::southbound::gnmi::Mask(loom::southbound::gnmi::Part::kWeights)) |
-               loom::southbound::gnmi::Mask(loom::southbound::gnmi::Part::kRoutes);
-    gnmi_driver = std::make_unique<loom::southbound::gnmi::GnmiDriver>(gc);
-    if (loom::Status s = gnmi_driver->Start(); !s.ok())
+  }
+  // The device inventory (config devices over device_defaults; the legacy
+  // telemetry_address / telemetry_targets become loom-fabric entries).
+  auto inventory = std::make_shared<loom::loomd::Inventory>();
+  std::mutex inventory_mu;
+  if (!loom::loomd::ResolveInventory(config, index->topology(), profiles, inventory.get(),
+                                     &error)) {
+    return Fail(2, "inventory: " + error);
+  }
+  {
+    loom::loomd::Southbound from_inventory;
+    if (!loom::loomd::BuildSouthbound(*inventory, index->topology(), &from_inventory, &error)) {
+      return Fail(2, "inventory: " + error);
+    }
+    std::set<std::string> ready_devices;
+    for (const auto& p : sb.bgp_sessions) ready_devices.insert(p.device);
+    for (const auto& g : sb.set_with_bgp) ready_devices.insert(g.device);
+    for (auto& p : from_inventory.bgp_sessions) {
+      if (ready_devices.count(p.device)) {
+        return Fail(2, "inventory: device " + p.device +
+                           ": programmed by both the inventory and --fabric-ready-file");
+      }
+      sb.bgp_sessions.push_back(std::move(p));
+    }
+    for (auto& g : from_inventory.set_with_bgp) sb.set_with_bgp.push_back(std::move(g));
+    sb.set_only = std::move(from_inventory.set_only);
+    sb.render_only = std::move(from_inventory.render_only);
+    sb.max_prefixes = std::move(from_inventory.max_prefixes);
+    if (from_inventory.router_id != 0) sb.router_id = from_inventory.router_id;
+  }
+  if (!sb.set_only.empty()) {
+    loom::southbound::gnmi::GnmiDriverConfig gc;
+    gc.devices = sb.set_only;
+    gc.parts = loom::southbound::gnmi::kGnmiDefaultParts |
+               loom::southbound::gnmi::Mask(loom::southbound::gnmi::Part::kColors) |
+               loom::southbound::gnmi::Mask(loom::southbound::gnmi::Part::kRoutes) |
+               loom::southbound::gnmi::Mask(loom::southbound::gnmi::Part::kWeights);
+    gc.report_unowned_parts = true;
+    gnmi_full_driver = std::make_unique<loom::southbound::gnmi::GnmiDriver>(gc);
+    if (loom::Status s = gnmi_full_driver->Start(); !s.ok())
       return Fail(1, "gNMI driver: " + s.message());
-    bgp_thread = std::thread([&bgp_io] { bgp_io.run(); });
-    boost::asio::post(bgp_io, [&speaker] { (void)speaker->Start(); });
-    bgp_driver->Start();
+    full_budget =
+        std::make_unique<loom::southbound::BudgetDriver>(gnmi_full_driver.get(), sb.max_prefixes);
+    controller.AddDriver(full_budget.get());
+  }
+  if (!sb.bgp_sessions.empty() || !sb.set_with_bgp.empty()) {
+    const loom::southbound::bgp::PrefixPlan plan(index->topology());
+    if (!sb.bgp_sessions.empty()) {
+      loom::southbound::bgp::SpeakerConfig spc;
+      spc.router_id = sb.router_id;
+      spc.listen_port = -1;  // loomd dials every device (passive sessions accept on their own)
+      speaker = std::make_unique<loom::southbound::bgp::Speaker>(bgp_io, spc);
+      loom::southbound::bgp::BgpDriverConfig bc;
+      bc.sessions = sb.bgp_sessions;
+      bc.destination_prefixes = plan.DestinationPrefixes();
+      bc.ignore_non_bgp_parts = true;
+      bc.router_ids = loom::southbound::bgp::RouterIds(index->topology());  // NNHN
+      bc.egress_leaves = plan.EgressLeaves();
+      bgp_driver = std::make_unique<loom::southbound::bgp::BgpDriver>(bgp_io, speaker.get(), bc);
+    }
+    if (!sb.set_with_bgp.empty()) {
+      loom::southbound::gnmi::GnmiDriverConfig gc;
+      gc.devices = sb.set_with_bgp;
+      gc.parts = (loom::southbound::gnmi::kGnmiDefaultParts &
+                  ~loom::southbound::gnmi::Mask(loom::southbound::gnmi::Part::kWeights)) |
+                 loom::southbound::gnmi::Mask(loom::southbound::gnmi::Part::kRoutes);
+      gnmi_driver = std::make_unique<loom::southbound::gnmi::GnmiDriver>(gc);
+      if (loom::Status s = gnmi_driver->Start(); !s.ok())
+        return Fail(1, "gNMI driver: " + s.message());
+    }
+    if (bgp_driver) {
+      bgp_thread = std::thread([&bgp_io] { bgp_io.run(); });
+      boost::asio::post(bgp_io, [&speaker] { (void)speaker->Start(); });
+      bgp_driver->Start();
+    }
     wire_driver = std::make_unique<loom::southbound::CompositeDriver>(
         bgp_driver.get(), gnmi_driver.get(), /*split_routes_to_settings=*/true);
-    controller.AddDriver(wire_driver.get());
-    LOG_INFO("programming loom-fabric over the wire")
-        .With("bgp_sessions", static_cast<uint64_t>(bc.sessions.size()))
-        .With("gnmi", gnmi);
+    wire_budget =
+        std::make_unique<loom::southbound::BudgetDriver>(wire_driver.get(), sb.max_prefixes);
+    controller.AddDriver(wire_budget.get());
+    LOG_INFO("programming devices over the wire")
+        .With("bgp_sessions", static_cast<uint64_t>(sb.bgp_sessions.size()))
+        .With("gnmi_set_devices", static_cast<uint64_t>(sb.set_with_bgp.size()));
   }
   bool wire_stopped = false;
   auto stop_wire = [&] {
     if (wire_stopped) return;
     wire_stopped = true;
     if (gnmi_driver) gnmi_driver->Stop();
+    if (gnmi_full_driver) gnmi_full_driver->Stop();
     if (speaker) {
       std::promise<void> stopped;
       boost::asio::post(bgp_io, [&] {
@@ -330,17 +395,6 @@ int main(int argc, char** argv) {
   // With the emulator, staleness is judged in the emulator's virtual time.
   loom::telemetry::LinkTelemetry link_telemetry(*index, lopts,
                                                 emulator ? &emulator->clock() : &clock);
-  // The device inventory (config devices over device_defaults; the legacy
-  // telemetry_address / telemetry_targets become loom-fabric entries).
-  auto inventory = std::make_shared<loom::loomd::Inventory>();
-  std::mutex inventory_mu;
-  if (!loom::loomd::ResolveInventory(config, index->topology(), profiles, inventory.get(),
-                                     &error)) {
-    work.reset();
-    io.stop();
-    core.join();
-    return Fail(2, "inventory: " + error);
-  }
   auto apply_aliases = [&](const loom::loomd::Inventory& inv) {
     for (const auto& [id, entry] : inv.devices) {
       std::unordered_map<std::string, std::string> aliases(entry.interface_aliases().begin(),

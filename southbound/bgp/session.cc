@@ -185,6 +185,10 @@ void Session::ConnectionUp() {
   connect_retry_timer_.cancel();
   boost::system::error_code ec;
   socket_->set_option(tcp::no_delay(true), ec);
+  if (config_.ttl > 0) {
+    // eBGP: TTL 1 towards a directly connected peer, 255 for multihop.
+    socket_->set_option(boost::asio::ip::unicast::hops(config_.ttl), ec);
+  }
   SendOpen();
   Transition(SessionState::kOpenSent);
   ArmHold(kOpenSentHoldS);

@@ -60,6 +60,9 @@ struct PeerConfig {
   // The neighbor device the session stands for (a spine id) when Loom
   // injects one path per next hop; link-bandwidth weights are keyed by it.
   std::string via;
+  // IP TTL of the session's packets; 0 = the system default. eBGP uses 1
+  // towards a directly connected peer and 255 for multihop.
+  int ttl = 0;
   // Graceful restart (RFC 4724): advertise the capability, act as helper.
   bool graceful_restart = true;
   uint16_t restart_time_s = 120;

@@ -358,6 +358,25 @@ TEST_F(E2eTest, InventoryErrorsNameTheEntryAndTheShippedExampleLoads) {
   EXPECT_NE(r.output.find("interface_aliases[etp9]: \"Ethernet99\" is not an interface"),
             std::string::npos)
       << r.output;
+  // BGP and Set parts: errors name the device and the session.
+  r = run("i6.json", R"("devices": [{"id": "leaf0", "bgp": {"localAs": 65000,
+      "routerId": "198.18.255.1", "address": "198.18.0.1", "sessions": [
+        {"via": "spine0", "nextHop": "198.18.1.1"}, {"via": "leaf1", "nextHop": "198.18.1.2"}]}}])");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("device leaf0: bgp.sessions[1]: via leaf1 is not a neighbour of leaf0"),
+            std::string::npos)
+      << r.output;
+  r = run("i7.json", R"("devices": [{"id": "leaf0", "bgp": {"localAs": 65000,
+      "routerId": "198.18.255.1", "address": "198.18.0.1",
+      "sessions": [{"via": "spine0", "nextHop": "spine0"}]}}])");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("bgp.sessions[0].next_hop: \"spine0\" is not an IPv4 address"),
+            std::string::npos)
+      << r.output;
+  r = run("i8.json", R"("devices": [{"id": "leaf0", "set": {"address": "127.0.0.1:1",
+      "adapter": "frobos"}}])");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("device leaf0: set.adapter: \"frobos\""), std::string::npos) << r.output;
   // A broken user profile is refused, naming the file and the field.
   std::filesystem::create_directory(dir_ + "/prof");
   WriteFile("prof/sonic.json", R"({"name": "sonic", "signals": [{"signal": "pfc-storms",
