@@ -246,10 +246,11 @@ class FrrRoutedFabricTest(unittest.TestCase):
                     # Not leaked to the spines (no-advertise): they keep the aggregate.
                     for s in self.p.spines:
                         self.assertEqual(self.fab.route_next_hops(s, prefix), [])
+            t0 = time.monotonic()
             for pr in procs:
                 pr.kill()
                 pr.wait()
-            self.check_graceful_restart_then_fallback(src, dst, leaf, prefix, GR_S)
+            self.check_graceful_restart_then_fallback(src, dst, leaf, prefix, GR_S, t0)
         finally:
             for pr in procs:
                 if pr.poll() is None:
@@ -292,13 +293,12 @@ class FrrRoutedFabricTest(unittest.TestCase):
         out.close()
         return proc
 
-    def check_graceful_restart_then_fallback(self, src, dst, leaf, prefix, gr_s):
-        """Loom just died: the /32 stays (stale) for most of the GR time with
-        forwarding unchanged, then is withdrawn and the underlay's ECMP
-        aggregate carries the traffic; a background ping loses nothing."""
+    def check_graceful_restart_then_fallback(self, src, dst, leaf, prefix, gr_s, t0):
+        """Loom died at t0 (monotonic): the /32 stays (stale) for most of the GR
+        time with forwarding unchanged, then is withdrawn and the underlay's
+        ECMP aggregate carries the traffic; a background ping loses nothing."""
         before = self.fab.route_next_hops(leaf, prefix)
-        self.assertTrue(before)
-        t0 = time.monotonic()
+        self.assertTrue(before, "%s gone right after Loom died" % prefix)
         with BackgroundPing(self.fab, src, dst) as bg:
             while time.monotonic() - t0 < gr_s - 3:
                 self.assertEqual(self.fab.route_next_hops(leaf, prefix), before,
@@ -403,9 +403,10 @@ class FrrRoutedFabricTest(unittest.TestCase):
         self.assert_took(delta, spine2, 2000)
 
         # kill -9: graceful restart keeps forwarding, then the underlay takes over.
+        t0 = time.monotonic()
         loomd.kill(signal.SIGKILL)
         log("loomd killed with SIGKILL")
-        self.check_graceful_restart_then_fallback(src, dst, leaf, prefix, GR_S)
+        self.check_graceful_restart_then_fallback(src, dst, leaf, prefix, GR_S, t0)
         self.fab.wait_loom_sessions(established=False, timeout=10)
 
         # A fresh loomd (same database: the job and the drain survive) re-announces;
@@ -415,10 +416,11 @@ class FrrRoutedFabricTest(unittest.TestCase):
             self.fab.wait_loom_sessions(established=True, timeout=60)
             self.wait_leaf_route(loomd2, leaf, prefix, spine2)
             log("fresh loomd re-announced %s via %s" % (prefix, spine2))
+            t0 = time.monotonic()
             rc = loomd2.kill(signal.SIGTERM)
-            log("loomd stopped with SIGTERM (exit %d)" % rc)
+            log("loomd stopped with SIGTERM (exit %d, %.1fs)" % (rc, time.monotonic() - t0))
             self.assertEqual(rc, 0, loomd2.read_log())
-            self.check_graceful_restart_then_fallback(src, dst, leaf, prefix, GR_S)
+            self.check_graceful_restart_then_fallback(src, dst, leaf, prefix, GR_S, t0)
         except BaseException:
             log("second loomd log:\n" + loomd2.read_log())
             raise
