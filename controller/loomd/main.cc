@@ -335,7 +335,10 @@ int main(int argc, char** argv) {
     if (speaker) {
       std::promise<void> stopped;
       boost::asio::post(bgp_io, [&] {
-        speaker->Shutdown();
+        // A stopped loomd is usually restarting (upgrade, service restart):
+        // close without Cease so the devices keep forwarding on Loom's routes
+        // for the graceful-restart time, as after a crash.
+        speaker->Shutdown(/*for_restart=*/true);
         stopped.set_value();
       });
       stopped.get_future().wait();

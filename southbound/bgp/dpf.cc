@@ -41,6 +41,13 @@ std::optional<PathAttributes> DpfExport(const OriginatedRoute& route, const Expo
   }
   if (!ctx.ebgp) a.local_pref = 100;
   a.med = route.med;
+  // A receiver without AIGP (RFC 7311; FRR before 9.0 among others) sees the
+  // primary and the backup advertisement as equal and installs both as ECMP.
+  // A worse MED on the backup (comparable: both come from Loom's AS) keeps the
+  // primary preferred there too; AIGP-aware receivers decide on AIGP first.
+  if (!a.med && aigp && *aigp > 0) {
+    a.med = static_cast<uint32_t>(std::min<uint64_t>(*aigp, 0xffffffffu));
+  }
   if (color != 0) a.ext_communities.push_back(ExtCommunity::Color(color));
   if (bandwidth) {
     uint16_t asn = ctx.local_as > 0xffff ? kAsTrans : static_cast<uint16_t>(ctx.local_as);

@@ -3,7 +3,8 @@
 // DpfExport (origination side, pure): which routes a session with a given
 // fabric color gets and with which attributes. A route with `color X
 // backup-color Y` goes out on X sessions with Color X and AIGP 0, and on Y
-// sessions with Color Y and a worse AIGP so the primary is preferred;
+// sessions with Color Y and a worse AIGP (and, unless the route sets one, a
+// MED equal to it, for receivers without AIGP) so the primary is preferred;
 // uncolored routes go everywhere; a colored session gets nothing else.
 // Uncolored sessions (fabric color 0, e.g. a monitoring peer) get every
 // route with its primary color. NNHN (NHC attribute, draft-ietf-idr-next-

@@ -47,8 +47,14 @@ Status Speaker::Start() {
   return Status::Ok();
 }
 
-void Speaker::Shutdown() {
-  for (auto& [name, p] : peers_) p->session->Stop();
+void Speaker::Shutdown(bool for_restart) {
+  for (auto& [name, p] : peers_) {
+    if (for_restart) {
+      p->session->Abort();
+    } else {
+      p->session->Stop();
+    }
+  }
   if (acceptor_) {
     boost::system::error_code ec;
     acceptor_->close(ec);

@@ -57,8 +57,11 @@ class Speaker : public SessionHandler {
 
   // Opens the listener (when configured).
   Status Start();
-  // Sends Cease to every peer, closes the listener.
-  void Shutdown();
+  // Sends Cease to every peer, closes the listener. With `for_restart`, the
+  // sessions close without a NOTIFICATION instead, as a crash would: peers
+  // that negotiated graceful restart keep Loom's routes (stale) for the
+  // restart time Loom advertised, so forwarding survives a restart of Loom.
+  void Shutdown(bool for_restart = false);
   uint16_t listen_port() const { return listen_port_; }
   const SpeakerConfig& config() const { return config_; }
 

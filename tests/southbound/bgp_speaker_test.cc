@@ -299,6 +299,10 @@ TEST(SpeakerTest, RoutesSharingAnExportClassGetTheirOwnAttributes) {
   EXPECT_EQ(t.Rib().at(r1.prefix).attrs.aigp, 0u);
   EXPECT_EQ(t.Rib().at(r5.prefix).attrs.aigp, kDefaultBackupAigp);
   EXPECT_EQ(t.Rib().at(r6.prefix).attrs.aigp, 5u);
+  // The backup advertisement's MED mirrors its AIGP (receivers without AIGP
+  // prefer the primary too); a primary advertisement carries none.
+  EXPECT_EQ(t.Rib().at(r5.prefix).attrs.med, static_cast<uint32_t>(kDefaultBackupAigp));
+  EXPECT_EQ(t.Rib().at(r6.prefix).attrs.med, 5u);
   // Five distinct attribute sets: five UPDATEs (r1 and r2 in one).
   const uint64_t updates =
       t.leaf.FindSession("loom")->counters().messages_in[static_cast<size_t>(MessageType::kUpdate)];
