@@ -25,7 +25,7 @@ void Reconciler::SetDesired(const std::map<std::string, v1::DeviceState>& desire
       for (auto* drv : drivers_) {
         if (drv->Handles(id)) {
           d.driver = drv;
-          d.sync.driver = drv->Name();
+          d.sync.driver = drv->NameFor(id);
           break;
         }
       }

@@ -27,6 +27,7 @@ class BudgetDriver final : public Driver {
       : inner_(inner), max_prefixes_(std::move(max_prefixes)) {}
 
   std::string Name() const override { return inner_->Name(); }
+  std::string NameFor(const std::string& device) const override { return inner_->NameFor(device); }
   bool Handles(const std::string& device) const override { return inner_->Handles(device); }
   void Apply(const loom::v1::DeviceState& desired, std::function<void(ApplyResult)> done) override;
   void Read(const std::string& device,

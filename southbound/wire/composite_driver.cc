@@ -41,6 +41,14 @@ std::string CompositeDriver::Name() const {
          (settings_ ? settings_->Name() : std::string("-"));
 }
 
+std::string CompositeDriver::NameFor(const std::string& device) const {
+  const bool r = RoutingHandles(device), st = SettingsHandles(device);
+  if (r && st) return routing_->NameFor(device) + "+" + settings_->NameFor(device);
+  if (r) return routing_->NameFor(device);
+  if (st) return settings_->NameFor(device);
+  return Name();
+}
+
 bool CompositeDriver::Handles(const std::string& device) const {
   return RoutingHandles(device) || SettingsHandles(device);
 }

@@ -30,6 +30,7 @@ class CompositeDriver final : public Driver {
       : routing_(routing), settings_(settings), split_routes_(split_routes_to_settings) {}
 
   std::string Name() const override;
+  std::string NameFor(const std::string& device) const override;
   bool Handles(const std::string& device) const override;
   void Apply(const loom::v1::DeviceState& desired, std::function<void(ApplyResult)> done) override;
   void Read(const std::string& device,

@@ -46,6 +46,9 @@ class Driver {
   virtual ~Driver() = default;
   // Short name for logs and metrics ("bgp", "gnmi", "emulator", "render").
   virtual std::string Name() const = 0;
+  // The name for one device it handles (a composite names the parts that
+  // program that device: "bgp+gnmi", "bgp").
+  virtual std::string NameFor(const std::string& /*device*/) const { return Name(); }
   // Devices this driver programs.
   virtual bool Handles(const std::string& device) const = 0;
   // Applies `desired` to its device; calls `done` exactly once.

@@ -361,6 +361,9 @@ class FrrRoutedFabricTest(unittest.TestCase):
         self.fab.wait_loom_sessions(established=True, timeout=60)
         dev = loomd.ctl_json("device", leaf)
         log("loomctl device %s: driver %s" % (leaf, dev["sync"].get("driver")))
+        # Every leaf of the inventory has a real driver (BGP; no Set target here).
+        for l in self.p.leaves:
+            self.assertEqual(loomd.ctl_json("device", l)["sync"].get("driver"), "bgp", l)
         # The job: one GPU behind src's NIC, one behind dst's NIC.
         gpu = {g["nic"]: g["id"] for g in self.fab.topo.get("gpus", [])}
         job = os.path.join(self.dir, "job.json")
