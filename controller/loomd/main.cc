@@ -41,6 +41,7 @@
 #include "southbound/bgp/prefix_plan.h"
 #include "southbound/bgp/speaker.h"
 #include "southbound/gnmi/gnmi_driver.h"
+#include "southbound/gnmi/set_adapter.h"
 #include "southbound/wire/budget_driver.h"
 #include "southbound/wire/composite_driver.h"
 #include "telemetry/collector.h"
@@ -554,6 +555,23 @@ int main(int argc, char** argv) {
 
   loom::api::ServiceOptions sopts;
   sopts.watch_queue_limit = config.event_retention() + 10'000;
+  // Previews (`loomctl render DEVICE --adapter sonic`) use the inventory's
+  // next hops: each BGP session's `via` -> `next_hop` is the address the
+  // device forwards to.
+  sopts.adapter_context = [&](const std::string& device,
+                              loom::southbound::gnmi::AdapterContext* ctx) {
+    std::shared_ptr<loom::loomd::Inventory> inv;
+    {
+      std::lock_guard<std::mutex> lock(inventory_mu);
+      inv = inventory;
+    }
+    auto it = inv->devices.find(device);
+    if (it == inv->devices.end()) return;
+    for (const auto& cs : it->second.bgp().sessions()) {
+      if (!cs.next_hop().empty()) ctx->next_hop_addresses[cs.via()] = cs.next_hop();
+    }
+    if (!it->second.gnmi().target_name().empty()) ctx->target = it->second.gnmi().target_name();
+  };
   const bool embedded = emulator != nullptr;
   sopts.list_devices = [&, embedded](const std::string& device) {
     std::shared_ptr<loom::loomd::Inventory> inv;

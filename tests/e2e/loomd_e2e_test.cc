@@ -415,6 +415,43 @@ TEST_F(E2eTest, InventoryErrorsNameTheEntryAndTheShippedExampleLoads) {
   EXPECT_EQ(WEXITSTATUS(p.Stop(SIGINT)), 0);
 }
 
+// `loomctl render DEVICE --adapter sonic` previews the SONiC CONFIG_DB Set
+// with the next hops the inventory gives (BGP session via -> next hop), with
+// a mark per block. The BGP peer is a closed loopback port: nothing leaves
+// the machine.
+TEST_F(E2eTest, AdapterPreviewUsesTheInventorysNextHops) {
+  std::string cfg = WriteFile("sb.json", "{\"topologyPath\": \"" + kTopology + "\", " + R"(
+    "devices": [{"id": "leaf0", "bgp": {"localAs": 65000, "routerId": "198.18.255.1",
+      "address": "127.0.0.1", "port": 1, "sessions": [
+        {"via": "spine0", "nextHop": "198.19.0.1"}, {"via": "spine1", "nextHop": "198.19.0.3"}]},
+      "routeBudget": {"maxPrefixes": 1000}}]})");
+  Process p;
+  ASSERT_TRUE(
+      p.Start({LOOMD_PATH, "--config", cfg, "--db", dir_ + "/sb.db", "--grpc-listen", "127.0.0.1:0",
+               "--metrics-listen", "127.0.0.1:0", "--ready-file", dir_ + "/r.json"},
+              dir_ + "/sb.log"));
+  ASSERT_TRUE(WaitForFile(dir_ + "/r.json", 20000)) << ReadFile(dir_ + "/sb.log");
+  std::smatch m;
+  std::string ready = ReadFile(dir_ + "/r.json");
+  ASSERT_TRUE(std::regex_search(ready, m, std::regex(R"("grpc_port":(\d+))")));
+  const std::string ctl = std::string(LOOMCTL_PATH) + " --server 127.0.0.1:" + m[1].str() + " ";
+  std::string job = WriteFile("job.json", R"({"tenant": "acme", "jobId": "pair",
+      "endpoints": ["host000-gpu0", "host002-gpu0"],
+      "collective": "COLLECTIVE_PATTERN_POINT_TO_POINT", "trafficClass": 3})");
+  auto reg = RunCommand(ctl + "jobs register " + job);
+  ASSERT_EQ(reg.exit_code, 0) << reg.output;
+  auto render = RunCommand(ctl + "render leaf0 --adapter sonic");
+  EXPECT_EQ(render.exit_code, 0) << render.output;
+  EXPECT_NE(render.output.find("STATIC_ROUTE"), std::string::npos) << render.output;
+  EXPECT_NE(render.output.find("VALIDATED"), std::string::npos) << render.output;
+  EXPECT_TRUE(render.output.find("198.19.0.1") != std::string::npos ||
+              render.output.find("198.19.0.3") != std::string::npos)
+      << render.output;
+  auto dev = RunCommand(ctl + "device leaf0");
+  EXPECT_NE(dev.output.find("bgp"), std::string::npos) << dev.output;
+  EXPECT_EQ(WEXITSTATUS(p.Stop(SIGINT)), 0);
+}
+
 TEST_F(E2eTest, ConfigFileIsReadAndFlagsOverrideIt) {
   std::string cfg =
       WriteFile("cfg.json", "{\"topologyPath\": \"" + kTopology + "\", \"databasePath\": \"" +
