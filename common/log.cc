@@ -8,6 +8,8 @@
 #include <ctime>
 #include <mutex>
 
+#include "common/text.h"
+
 namespace loom {
 namespace {
 
@@ -28,35 +30,6 @@ const char* LevelName(LogLevel level) {
       return "error";
   }
   return "info";
-}
-
-void AppendJsonString(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
 }
 
 bool NeedsQuotes(std::string_view s) {

@@ -3,6 +3,7 @@
 #define LOOM_COMMON_TEXT_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace loom {
@@ -10,6 +11,10 @@ namespace loom {
 // "OK", "INVALID_ARGUMENT", ... for a gRPC / loom::StatusCode number
 // (0..16); "UNKNOWN" outside that range.
 const char* StatusCodeName(int code);
+
+// Appends `s` to `out` as a JSON string (quotes, escapes, control characters
+// as \u00XX).
+void AppendJsonString(std::string& out, std::string_view s);
 
 // 64-bit FNV-1a: a stable hash (same value on every run and machine).
 uint64_t Fnv1a64(std::string_view bytes);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "gnmi/gnmi.grpc.pb.h"
 #include "telemetry/path.h"
 #include "telemetry/profile.h"
@@ -111,26 +112,7 @@ bool IsRejection(int code) {
   }
 }
 
-const char* CodeName(int code) {
-  static const char* names[] = {"OK",
-                                "CANCELLED",
-                                "UNKNOWN",
-                                "INVALID_ARGUMENT",
-                                "DEADLINE_EXCEEDED",
-                                "NOT_FOUND",
-                                "ALREADY_EXISTS",
-                                "PERMISSION_DENIED",
-                                "RESOURCE_EXHAUSTED",
-                                "FAILED_PRECONDITION",
-                                "ABORTED",
-                                "OUT_OF_RANGE",
-                                "UNIMPLEMENTED",
-                                "INTERNAL",
-                                "UNAVAILABLE",
-                                "DATA_LOSS",
-                                "UNAUTHENTICATED"};
-  return code >= 0 && code <= 16 ? names[code] : "UNKNOWN";
-}
+const char* CodeName(int code) { return StatusCodeName(code); }
 
 bool ParseEncoding(const std::string& name, gnmi::Encoding* out) {
   if (name == "PROTO") {

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/text.h"
 #include "southbound/gnmi/adapter_util.h"
 
 namespace loom::southbound::gnmi {
@@ -141,32 +142,9 @@ std::string FormatPreview(const SetAdapter& adapter, const AdapterOutput& out) {
 namespace adapter {
 
 std::string Quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  std::string out;
+  AppendJsonString(out, s);
+  return out;
 }
 
 void JsonObject::Key(std::string_view key) {
