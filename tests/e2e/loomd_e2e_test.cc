@@ -96,6 +96,28 @@ class E2eTest : public ::testing::Test {
     return c;
   }
 
+  // Starts loomd with `args` plus free ports and a ready file; returns the
+  // loomctl command prefix for it ("" on failure, with the log in the test
+  // output).
+  std::string StartLoomd(Process& p, std::vector<std::string> args, const std::string& name) {
+    const std::string ready_file = dir_ + "/" + name + ".ready.json";
+    args.insert(args.begin(), LOOMD_PATH);
+    for (const char* a :
+         {"--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--ready-file"}) {
+      args.push_back(a);
+    }
+    args.push_back(ready_file);
+    const std::string log = dir_ + "/" + name + ".log";
+    if (!p.Start(args, log) || !WaitForFile(ready_file, 20000)) {
+      ADD_FAILURE() << ReadFile(log);
+      return "";
+    }
+    std::smatch m;
+    std::string ready = ReadFile(ready_file);
+    if (!std::regex_search(ready, m, std::regex(R"("grpc_port":(\d+))"))) return "";
+    return std::string(LOOMCTL_PATH) + " --server 127.0.0.1:" + m[1].str() + " ";
+  }
+
   std::string dir_;
 };
 
@@ -308,15 +330,9 @@ TEST_F(E2eTest, PolicyFileIsValidatedAndInstalledAtStartup) {
     "rules": [{"name": "acme-split", "match": {"tenants": ["acme"]},
                "action": {"qpSplit": 2}}]})");
   Process p;
-  ASSERT_TRUE(p.Start({LOOMD_PATH, "--topology", kTopology, "--db", dir_ + "/p.db", "--policy",
-                       good, "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-                       "--ready-file", dir_ + "/r.json"},
-                      dir_ + "/p.log"));
-  ASSERT_TRUE(WaitForFile(dir_ + "/r.json", 20000)) << ReadFile(dir_ + "/p.log");
-  std::smatch m;
-  std::string ready = ReadFile(dir_ + "/r.json");
-  ASSERT_TRUE(std::regex_search(ready, m, std::regex(R"("grpc_port":(\d+))")));
-  const std::string ctl = std::string(LOOMCTL_PATH) + " --server 127.0.0.1:" + m[1].str() + " ";
+  const std::string ctl =
+      StartLoomd(p, {"--topology", kTopology, "--db", dir_ + "/p.db", "--policy", good}, "p");
+  ASSERT_FALSE(ctl.empty());
   std::string job = WriteFile("job.json", R"({"tenant": "acme", "jobId": "pair",
       "endpoints": ["host000-gpu0", "host002-gpu0"],
       "collective": "COLLECTIVE_PATTERN_POINT_TO_POINT", "trafficClass": 3})");
@@ -397,16 +413,12 @@ TEST_F(E2eTest, InventoryErrorsNameTheEntryAndTheShippedExampleLoads) {
   example =
       std::regex_replace(example, std::regex(R"(\{id\}\.mgmt\.example\.net:\d+)"), "127.0.0.1:1");
   Process p;
-  ASSERT_TRUE(p.Start({LOOMD_PATH, "--config", WriteFile("example.json", example), "--topology",
-                       kTopology, "--db", dir_ + "/inv.db", "--grpc-listen", "127.0.0.1:0",
-                       "--metrics-listen", "127.0.0.1:0", "--ready-file", dir_ + "/r.json"},
-                      dir_ + "/inv.log"));
-  ASSERT_TRUE(WaitForFile(dir_ + "/r.json", 20000)) << ReadFile(dir_ + "/inv.log");
-  std::smatch m;
-  std::string ready = ReadFile(dir_ + "/r.json");
-  ASSERT_TRUE(std::regex_search(ready, m, std::regex(R"("grpc_port":(\d+))")));
-  auto devs =
-      RunCommand(std::string(LOOMCTL_PATH) + " --server 127.0.0.1:" + m[1].str() + " devices");
+  const std::string ctl = StartLoomd(p,
+                                     {"--config", WriteFile("example.json", example), "--topology",
+                                      kTopology, "--db", dir_ + "/inv.db"},
+                                     "inv");
+  ASSERT_FALSE(ctl.empty());
+  auto devs = RunCommand(ctl + "devices");
   EXPECT_EQ(devs.exit_code, 0) << devs.output;
   EXPECT_NE(devs.output.find("127.0.0.1:1 "), std::string::npos) << devs.output;
   EXPECT_NE(devs.output.find("sonic"), std::string::npos) << devs.output;
@@ -426,15 +438,8 @@ TEST_F(E2eTest, AdapterPreviewUsesTheInventorysNextHops) {
         {"via": "spine0", "nextHop": "198.19.0.1"}, {"via": "spine1", "nextHop": "198.19.0.3"}]},
       "routeBudget": {"maxPrefixes": 1000}}]})");
   Process p;
-  ASSERT_TRUE(
-      p.Start({LOOMD_PATH, "--config", cfg, "--db", dir_ + "/sb.db", "--grpc-listen", "127.0.0.1:0",
-               "--metrics-listen", "127.0.0.1:0", "--ready-file", dir_ + "/r.json"},
-              dir_ + "/sb.log"));
-  ASSERT_TRUE(WaitForFile(dir_ + "/r.json", 20000)) << ReadFile(dir_ + "/sb.log");
-  std::smatch m;
-  std::string ready = ReadFile(dir_ + "/r.json");
-  ASSERT_TRUE(std::regex_search(ready, m, std::regex(R"("grpc_port":(\d+))")));
-  const std::string ctl = std::string(LOOMCTL_PATH) + " --server 127.0.0.1:" + m[1].str() + " ";
+  const std::string ctl = StartLoomd(p, {"--config", cfg, "--db", dir_ + "/sb.db"}, "sb");
+  ASSERT_FALSE(ctl.empty());
   std::string job = WriteFile("job.json", R"({"tenant": "acme", "jobId": "pair",
       "endpoints": ["host000-gpu0", "host002-gpu0"],
       "collective": "COLLECTIVE_PATTERN_POINT_TO_POINT", "trafficClass": 3})");
