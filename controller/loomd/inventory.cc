@@ -381,10 +381,9 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
       out->render_only.push_back(id);
       continue;
     }
-    if (st.adapter() != "loom") {
+    if (st.adapter() != "loom" && st.adapter() != "sonic" && st.adapter() != "openconfig") {
       *error = where + ".adapter: \"" + st.adapter() +
-               "\" is not available yet (available: loom, render-only); platform adapters "
-               "(sonic, openconfig) are being added";
+               "\" is not an adapter (loom, sonic, openconfig, render-only)";
       return false;
     }
     std::string host;
@@ -392,6 +391,19 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
     if (!SplitHostPort(address, &host, &port) || port == 0) {
       *error = where + ".address: \"" + address + "\" is not host:port (nor is gnmi.address)";
       return false;
+    }
+    if (st.adapter() != "loom") {
+      southbound::gnmi::AdapterDeviceConfig a;
+      a.device = id;
+      a.address = address;
+      a.adapter = st.adapter();
+      a.target = entry.gnmi().target_name();
+      // The address each spine is reached at: the BGP sessions' next hops.
+      for (const auto& cs : entry.bgp().sessions()) {
+        if (!cs.next_hop().empty()) a.next_hop_addresses[cs.via()] = cs.next_hop();
+      }
+      (has_bgp ? out->adapter_with_bgp : out->adapter_only).push_back(std::move(a));
+      continue;
     }
     southbound::gnmi::GnmiDeviceConfig g{id, address, entry.gnmi().target_name()};
     (has_bgp ? out->set_with_bgp : out->set_only).push_back(std::move(g));

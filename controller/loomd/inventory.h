@@ -16,6 +16,7 @@
 #include "loom/v1/fabric_service.pb.h"
 #include "loom/v1/topology.pb.h"
 #include "southbound/bgp/session.h"
+#include "southbound/gnmi/adapter_driver.h"
 #include "southbound/gnmi/gnmi_driver.h"
 #include "telemetry/collector.h"
 #include "telemetry/profile.h"
@@ -51,6 +52,10 @@ struct Southbound {
   // (Set carries everything).
   std::vector<southbound::gnmi::GnmiDeviceConfig> set_with_bgp;
   std::vector<southbound::gnmi::GnmiDeviceConfig> set_only;
+  // Platform Set adapters (sonic, openconfig): beside BGP (settings parts
+  // only) or alone (everything the platform can express).
+  std::vector<southbound::gnmi::AdapterDeviceConfig> adapter_with_bgp;
+  std::vector<southbound::gnmi::AdapterDeviceConfig> adapter_only;
   // Devices whose desired state is only rendered (`loomctl render`).
   std::vector<std::string> render_only;
   // Route budgets: device -> max prefixes (0 entries are left out).

@@ -269,6 +269,8 @@ int main(int argc, char** argv) {
     }
     for (auto& g : from_inventory.set_with_bgp) sb.set_with_bgp.push_back(std::move(g));
     sb.set_only = std::move(from_inventory.set_only);
+    sb.adapter_with_bgp = std::move(from_inventory.adapter_with_bgp);
+    sb.adapter_only = std::move(from_inventory.adapter_only);
     sb.render_only = std::move(from_inventory.render_only);
     sb.max_prefixes = std::move(from_inventory.max_prefixes);
     if (from_inventory.router_id != 0) sb.router_id = from_inventory.router_id;
@@ -287,6 +289,37 @@ int main(int argc, char** argv) {
     full_budget =
         std::make_unique<loom::southbound::BudgetDriver>(gnmi_full_driver.get(), sb.max_prefixes);
     controller.AddDriver(full_budget.get());
+  }
+  // Platform Set adapters (SONiC CONFIG_DB, OpenConfig): beside BGP a driver
+  // that gets the settings parts only; alone, a driver that gets everything.
+  std::unique_ptr<loom::southbound::gnmi::AdapterSetDriver> adapter_bgp_driver, adapter_only_driver;
+  std::unique_ptr<loom::southbound::SettingsOnlyDriver> adapter_settings;
+  std::unique_ptr<loom::southbound::BudgetDriver> adapter_budget;
+  auto make_adapter_driver =
+      [&](const std::vector<loom::southbound::gnmi::AdapterDeviceConfig>& devs)
+      -> std::unique_ptr<loom::southbound::gnmi::AdapterSetDriver> {
+    loom::southbound::gnmi::AdapterSetDriverConfig ac;
+    ac.devices = devs;
+    ac.topology = std::make_shared<const loom::v1::Topology>(index->topology());
+    auto d = std::make_unique<loom::southbound::gnmi::AdapterSetDriver>(ac);
+    if (loom::Status s = d->Start(); !s.ok()) {
+      error = s.message();
+      return nullptr;
+    }
+    return d;
+  };
+  if (!sb.adapter_with_bgp.empty()) {
+    adapter_bgp_driver = make_adapter_driver(sb.adapter_with_bgp);
+    if (!adapter_bgp_driver) return Fail(2, "inventory: set adapters: " + error);
+    adapter_settings =
+        std::make_unique<loom::southbound::SettingsOnlyDriver>(adapter_bgp_driver.get());
+  }
+  if (!sb.adapter_only.empty()) {
+    adapter_only_driver = make_adapter_driver(sb.adapter_only);
+    if (!adapter_only_driver) return Fail(2, "inventory: set adapters: " + error);
+    adapter_budget = std::make_unique<loom::southbound::BudgetDriver>(adapter_only_driver.get(),
+                                                                      sb.max_prefixes);
+    controller.AddDriver(adapter_budget.get());
   }
   if (!sb.bgp_sessions.empty() || !sb.set_with_bgp.empty()) {
     const loom::southbound::bgp::PrefixPlan plan(index->topology());
@@ -318,8 +351,18 @@ int main(int argc, char** argv) {
       boost::asio::post(bgp_io, [&speaker] { (void)speaker->Start(); });
       bgp_driver->Start();
     }
+    // Settings go to the loom-schema gNMI driver or, for devices with a
+    // platform adapter, to the adapter driver (settings parts only).
+    if (gnmi_driver && adapter_settings) {
+      return Fail(2,
+                  "inventory: mixing set.adapter loom and platform adapters beside BGP is not "
+                  "supported yet");
+    }
+    loom::southbound::Driver* settings =
+        gnmi_driver ? static_cast<loom::southbound::Driver*>(gnmi_driver.get())
+                    : static_cast<loom::southbound::Driver*>(adapter_settings.get());
     wire_driver = std::make_unique<loom::southbound::CompositeDriver>(
-        bgp_driver.get(), gnmi_driver.get(), /*split_routes_to_settings=*/true);
+        bgp_driver.get(), settings, /*split_routes_to_settings=*/gnmi_driver != nullptr);
     wire_budget =
         std::make_unique<loom::southbound::BudgetDriver>(wire_driver.get(), sb.max_prefixes);
     controller.AddDriver(wire_budget.get());
@@ -333,6 +376,8 @@ int main(int argc, char** argv) {
     wire_stopped = true;
     if (gnmi_driver) gnmi_driver->Stop();
     if (gnmi_full_driver) gnmi_full_driver->Stop();
+    if (adapter_bgp_driver) adapter_bgp_driver->Stop();
+    if (adapter_only_driver) adapter_only_driver->Stop();
     if (speaker) {
       std::promise<void> stopped;
       boost::asio::post(bgp_io, [&] {

@@ -177,4 +177,14 @@ void CompositeDriver::Read(const std::string& device,
   }
 }
 
+void SettingsOnlyDriver::Apply(const loom::v1::DeviceState& desired,
+                               std::function<void(ApplyResult)> done) {
+  loom::v1::DeviceState settings = desired;
+  settings.clear_colors();
+  settings.clear_routes();
+  settings.clear_weights();
+  settings.clear_next_hop_reach();
+  inner_->Apply(settings, std::move(done));
+}
+
 }  // namespace loom::southbound

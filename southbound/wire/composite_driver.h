@@ -45,6 +45,26 @@ class CompositeDriver final : public Driver {
   bool split_routes_;
 };
 
+// SettingsOnlyDriver: role — hands `inner` only the settings parts (DLB,
+// ALB, spraying, thresholds, PFC watchdog, disabled interfaces) of each
+// desired state, so that a platform Set adapter beside BGP never programs
+// routes BGP already carries. Trigger/thread: as `inner` (not owned).
+class SettingsOnlyDriver final : public Driver {
+ public:
+  explicit SettingsOnlyDriver(Driver* inner) : inner_(inner) {}
+  std::string Name() const override { return inner_->Name(); }
+  std::string NameFor(const std::string& d) const override { return inner_->NameFor(d); }
+  bool Handles(const std::string& device) const override { return inner_->Handles(device); }
+  void Apply(const loom::v1::DeviceState& desired, std::function<void(ApplyResult)> done) override;
+  void Read(const std::string& device,
+            std::function<void(Status, loom::v1::DeviceState)> done) override {
+    inner_->Read(device, std::move(done));
+  }
+
+ private:
+  Driver* inner_;
+};
+
 // Keeps the routes of `state` for which IsSplitRoute(route) == `split`.
 void KeepRoutes(loom::v1::DeviceState* state, bool split);
 

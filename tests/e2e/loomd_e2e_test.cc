@@ -436,7 +436,9 @@ TEST_F(E2eTest, AdapterPreviewUsesTheInventorysNextHops) {
     "devices": [{"id": "leaf0", "bgp": {"localAs": 65000, "routerId": "198.18.255.1",
       "address": "127.0.0.1", "port": 1, "sessions": [
         {"via": "spine0", "nextHop": "198.19.0.1"}, {"via": "spine1", "nextHop": "198.19.0.3"}]},
-      "routeBudget": {"maxPrefixes": 1000}}]})");
+      "set": {"address": "127.0.0.1:1", "adapter": "sonic"},
+      "routeBudget": {"maxPrefixes": 1000}},
+     {"id": "leaf1", "set": {"address": "127.0.0.1:1", "adapter": "openconfig"}}]})");
   Process p;
   const std::string ctl = StartLoomd(p, {"--config", cfg, "--db", dir_ + "/sb.db"}, "sb");
   ASSERT_FALSE(ctl.empty());
@@ -452,8 +454,12 @@ TEST_F(E2eTest, AdapterPreviewUsesTheInventorysNextHops) {
   EXPECT_TRUE(render.output.find("198.19.0.1") != std::string::npos ||
               render.output.find("198.19.0.3") != std::string::npos)
       << render.output;
+  // Real drivers: BGP beside the SONiC Set adapter on leaf0, the OpenConfig
+  // Set adapter alone on leaf1 (its target is a closed port: not in sync).
   auto dev = RunCommand(ctl + "device leaf0");
-  EXPECT_NE(dev.output.find("bgp"), std::string::npos) << dev.output;
+  EXPECT_NE(dev.output.find("bgp+gnmi:sonic"), std::string::npos) << dev.output;
+  dev = RunCommand(ctl + "device leaf1");
+  EXPECT_NE(dev.output.find("gnmi:openconfig"), std::string::npos) << dev.output;
   EXPECT_EQ(WEXITSTATUS(p.Stop(SIGINT)), 0);
 }
 
