@@ -311,7 +311,23 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
         *error = where + ".sessions: none (one per spine the device may send traffic through)";
         return false;
       }
+      if (b.passive()) {
+        *error = where +
+                 ".passive: not supported yet (loomd dials its sessions; it does not "
+                 "listen for BGP)";
+        return false;
+      }
+      const bool v6 = boost::asio::ip::make_address(address, ec).is_v6();
+      std::set<std::pair<uint32_t, std::string>> seen_sessions;
       uint32_t peer_as = b.peer_as();
+      bool is_leaf = false;
+      for (const auto& d : topology.devices()) {
+        if (d.id() == id) is_leaf = d.role() == v1::DEVICE_ROLE_LEAF;
+      }
+      if (peer_as == 0 && !is_leaf) {
+        *error = where + ".peer_as: required for a device that is not a leaf";
+        return false;
+      }
       if (peer_as == 0) peer_as = southbound::bgp::LeafAs(topology, id);
       for (int i = 0; i < b.sessions_size(); ++i) {
         const auto& cs = b.sessions(i);
@@ -335,10 +351,26 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
                    "'s address as " + id + " sees it)";
           return false;
         }
+        if (!seen_sessions.insert({color, cs.via()}).second) {
+          *error = sw + ": color " + std::to_string(color) + " via " + cs.via() +
+                   " is listed twice (defaults and the device entry both add sessions)";
+          return false;
+        }
+        if (cs.local_address().empty() && b.sessions_size() > 1) {
+          *error = sw +
+                   ".local_address: required when the device has several sessions (each needs "
+                   "its own source address: the device tells its neighbors apart by address)";
+          return false;
+        }
         if (!cs.local_address().empty()) {
-          boost::asio::ip::make_address(cs.local_address(), ec);
+          const auto local = boost::asio::ip::make_address(cs.local_address(), ec);
           if (ec) {
             *error = sw + ".local_address: \"" + cs.local_address() + "\" is not an IP address";
+            return false;
+          }
+          if (local.is_v6() != v6) {
+            *error = sw + ".local_address: " + cs.local_address() +
+                     " is not of the same address family as bgp.address " + address;
             return false;
           }
           if (!local_addresses.insert(cs.local_address() + "|" + address).second) {
@@ -348,7 +380,7 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
           }
         }
         southbound::bgp::PeerConfig p;
-        p.name = id + "/" + std::to_string(color);
+        p.name = id + "/" + std::to_string(color) + "/" + cs.via();
         p.device = id;
         p.local_as = b.local_as();
         p.peer_as = peer_as;

@@ -6,6 +6,7 @@
 // new work arrives, then the core, then the store).
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 #include <signal.h>
@@ -260,13 +261,34 @@ int main(int argc, char** argv) {
     std::set<std::string> ready_devices;
     for (const auto& p : sb.bgp_sessions) ready_devices.insert(p.device);
     for (const auto& g : sb.set_with_bgp) ready_devices.insert(g.device);
-    for (auto& p : from_inventory.bgp_sessions) {
-      if (ready_devices.count(p.device)) {
-        return Fail(2, "inventory: device " + p.device +
+    std::set<std::string> inventory_devices;
+    for (const auto& p : from_inventory.bgp_sessions) inventory_devices.insert(p.device);
+    for (const auto* list : {&from_inventory.set_with_bgp, &from_inventory.set_only}) {
+      for (const auto& g : *list) inventory_devices.insert(g.device);
+    }
+    for (const auto* list : {&from_inventory.adapter_with_bgp, &from_inventory.adapter_only}) {
+      for (const auto& a : *list) inventory_devices.insert(a.device);
+    }
+    for (const auto& d : inventory_devices) {
+      if (ready_devices.count(d)) {
+        return Fail(2, "inventory: device " + d +
                            ": programmed by both the inventory and --fabric-ready-file");
       }
-      sb.bgp_sessions.push_back(std::move(p));
     }
+    if (emulator && !inventory_devices.empty()) {
+      return Fail(2, "inventory: device " + *inventory_devices.begin() +
+                         ": bgp/set entries cannot be used with --emulate (the embedded "
+                         "emulator is programmed in-process)");
+    }
+    // Beside BGP, settings go either to loom-schema gNMI targets or to
+    // platform adapters; not both kinds in one run yet.
+    if ((!from_inventory.set_with_bgp.empty() || !sb.set_with_bgp.empty()) &&
+        !from_inventory.adapter_with_bgp.empty()) {
+      return Fail(2, "inventory: device " + from_inventory.adapter_with_bgp[0].device +
+                         ": mixing set.adapter loom (or --fabric-ready-file) and platform "
+                         "adapters beside BGP is not supported yet");
+    }
+    for (auto& p : from_inventory.bgp_sessions) sb.bgp_sessions.push_back(std::move(p));
     for (auto& g : from_inventory.set_with_bgp) sb.set_with_bgp.push_back(std::move(g));
     sb.set_only = std::move(from_inventory.set_only);
     sb.adapter_with_bgp = std::move(from_inventory.adapter_with_bgp);
@@ -352,12 +374,8 @@ int main(int argc, char** argv) {
       bgp_driver->Start();
     }
     // Settings go to the loom-schema gNMI driver or, for devices with a
-    // platform adapter, to the adapter driver (settings parts only).
-    if (gnmi_driver && adapter_settings) {
-      return Fail(2,
-                  "inventory: mixing set.adapter loom and platform adapters beside BGP is not "
-                  "supported yet");
-    }
+    // platform adapter, to the adapter driver (settings parts only); never
+    // both (refused above).
     loom::southbound::Driver* settings =
         gnmi_driver ? static_cast<loom::southbound::Driver*>(gnmi_driver.get())
                     : static_cast<loom::southbound::Driver*>(adapter_settings.get());
@@ -680,6 +698,24 @@ int main(int argc, char** argv) {
                                             &targets, &err)) {
       LOG_ERROR("reload refused: inventory").With("error", err);
       continue;
+    }
+    {
+      // Programming (bgp / set) is built at start-up only: say so when it changed.
+      std::lock_guard<std::mutex> lock(inventory_mu);
+      for (const auto& [id, entry] : inv->devices) {
+        auto old = inventory->devices.find(id);
+        const bool same =
+            old != inventory->devices.end() &&
+            google::protobuf::util::MessageDifferencer::Equals(old->second.bgp(), entry.bgp()) &&
+            google::protobuf::util::MessageDifferencer::Equals(old->second.set(), entry.set()) &&
+            old->second.route_budget().max_prefixes() == entry.route_budget().max_prefixes();
+        if (!same) {
+          LOG_WARN(
+              "reload: the bgp / set / route_budget part of a device changed; it takes effect "
+              "when loomd restarts (telemetry changes apply now)")
+              .With("device", id);
+        }
+      }
     }
     const bool had_targets = !collector.Health().empty();
     if (loom::Status s = collector.UpdateTargets(std::move(targets)); !s.ok()) {

@@ -37,10 +37,10 @@ void BudgetDriver::Apply(const loom::v1::DeviceState& desired,
     done(std::move(r));
     return;
   }
-  inner_->Apply(desired, [this, done = std::move(done)](ApplyResult r) {
+  inner_->Apply(desired, [this, device = desired.device(), done = std::move(done)](ApplyResult r) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      last_applied_[r.applied.device()] = r.applied;
+      last_applied_[device] = r.applied;
     }
     done(std::move(r));
   });

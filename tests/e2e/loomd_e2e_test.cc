@@ -377,7 +377,8 @@ TEST_F(E2eTest, InventoryErrorsNameTheEntryAndTheShippedExampleLoads) {
   // BGP and Set parts: errors name the device and the session.
   r = run("i6.json", R"("devices": [{"id": "leaf0", "bgp": {"localAs": 65000,
       "routerId": "198.18.255.1", "address": "198.18.0.1", "sessions": [
-        {"via": "spine0", "nextHop": "198.18.1.1"}, {"via": "leaf1", "nextHop": "198.18.1.2"}]}}])");
+        {"via": "spine0", "nextHop": "198.18.1.1", "localAddress": "127.0.0.2"},
+        {"via": "leaf1", "nextHop": "198.18.1.2", "localAddress": "127.0.0.3"}]}}])");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("device leaf0: bgp.sessions[1]: via leaf1 is not a neighbour of leaf0"),
             std::string::npos)
@@ -387,6 +388,13 @@ TEST_F(E2eTest, InventoryErrorsNameTheEntryAndTheShippedExampleLoads) {
       "sessions": [{"via": "spine0", "nextHop": "spine0"}]}}])");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("bgp.sessions[0].next_hop: \"spine0\" is not an IPv4 address"),
+            std::string::npos)
+      << r.output;
+  r = run("i9.json", R"("devices": [{"id": "leaf0", "bgp": {"localAs": 65000,
+      "routerId": "198.18.255.1", "address": "198.18.0.1", "sessions": [
+        {"via": "spine0", "nextHop": "198.18.1.1"}, {"via": "spine1", "nextHop": "198.18.1.5"}]}}])");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("bgp.sessions[0].local_address: required when the device has several"),
             std::string::npos)
       << r.output;
   r = run("i8.json", R"("devices": [{"id": "leaf0", "set": {"address": "127.0.0.1:1",
@@ -435,7 +443,8 @@ TEST_F(E2eTest, AdapterPreviewUsesTheInventorysNextHops) {
   std::string cfg = WriteFile("sb.json", "{\"topologyPath\": \"" + kTopology + "\", " + R"(
     "devices": [{"id": "leaf0", "bgp": {"localAs": 65000, "routerId": "198.18.255.1",
       "address": "127.0.0.1", "port": 1, "sessions": [
-        {"via": "spine0", "nextHop": "198.19.0.1"}, {"via": "spine1", "nextHop": "198.19.0.3"}]},
+        {"via": "spine0", "nextHop": "198.19.0.1", "localAddress": "127.0.0.2"},
+        {"via": "spine1", "nextHop": "198.19.0.3", "localAddress": "127.0.0.3"}]},
       "set": {"address": "127.0.0.1:1", "adapter": "sonic"},
       "routeBudget": {"maxPrefixes": 1000}},
      {"id": "leaf1", "set": {"address": "127.0.0.1:1", "adapter": "openconfig"}}]})");
