@@ -604,6 +604,12 @@ int CmdDevice(Ctx& ctx, const std::string& cmd, const std::vector<std::string>& 
             << "applies:    " << sync.applies() << ", drift repairs " << sync.drift_repairs()
             << "\n";
   if (!sync.last_error().empty()) std::cout << "last error: " << sync.last_error() << "\n";
+  if (sync.shadow()) {
+    std::string parts;
+    for (const auto& p : sync.would_change()) parts += (parts.empty() ? "" : ", ") + p;
+    std::cout << "mode:       shadow: nothing is programmed; Loom would change "
+              << (parts.empty() ? "nothing" : parts) << " (`render --adapter` shows the Set)\n";
+  }
   std::cout << "desired:    " << resp.desired().colors_size() << " color(s), "
             << resp.desired().routes_size() << " route(s), " << resp.desired().weights_size()
             << " weight set(s), " << resp.desired().alb_tables_size() << " ALB table(s)\n";

@@ -1299,6 +1299,8 @@ void Controller::GetDeviceState(v1::GetDeviceStateRequest req,
       sync->set_last_error(s.last_error);
       sync->set_applies(s.applies);
       sync->set_drift_repairs(s.drift_repairs);
+      sync->set_shadow(s.shadow);
+      for (const auto& part : s.would_change) sync->add_would_change(part);
       resp.mutable_desired()->set_generation(s.desired_generation);
     }
     done(Status::Ok(), std::move(resp));

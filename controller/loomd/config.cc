@@ -50,6 +50,9 @@ Flags (override the config file):
   --help                   this text
   --version                print the version
 
+Programming: the inventory's "bgp" and "set" entries (docs/real-fabric.md); the
+config's "changeMode": "shadow" computes and reports but programs nothing.
+
 Telemetry platform profiles (sonic, eos, junos, nxos, cumulus, openconfig, host,
 loom-fabric) are read from telemetry/profiles ($LOOM_PROFILE_DIR overrides) and
 the config's "profileDirs" (same name = override). `loomctl devices` shows each

@@ -177,6 +177,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (config.change_mode() == "shadow") {
+    copts.reconciler.shadow = true;
+  } else if (!config.change_mode().empty() && config.change_mode() != "auto") {
+    std::cerr << "loomd: change_mode: \"" << config.change_mode()
+              << "\" is not a mode (auto, shadow; approve is not built yet)\n";
+    return 2;
+  }
   copts.lldp_exclude_unverified = config.lldp().exclude_unverified();
   copts.lldp_check_host_links = config.lldp().check_host_links();
   // Telemetry platform profiles: the shipped ones, then the user's.

@@ -64,6 +64,17 @@ void Reconciler::Tick() {
       }
       continue;
     }
+    if (options_.shadow) {
+      // Read what the device runs once per desired generation (and then at
+      // the drift interval) and report what Loom would change; never apply.
+      d.sync.shadow = true;
+      const bool stale_read = !d.shadow_read ||
+                              d.shadow_read_generation != d.desired.generation() ||
+                              (options_.drift_check_interval_ns > 0 &&
+                               now - d.last_check_ns >= options_.drift_check_interval_ns);
+      if (stale_read) StartCheck(d);
+      continue;
+    }
     if (!d.sync.in_sync) {
       if (now >= d.sync.next_attempt_ns) StartApply(d);
       continue;
@@ -168,6 +179,24 @@ void Reconciler::OnRead(const std::string& device, loom::Status s, v1::DeviceSta
   if (it == devices_.end()) return;
   Dev& d = it->second;
   d.checking = false;
+  if (options_.shadow) {
+    d.shadow_read = true;
+    d.shadow_read_generation = d.desired.generation();
+    if (!s.ok()) {
+      // Nothing to compare with: everything desired is a would-be change.
+      d.sync.last_error = "shadow: read failed (" + s.message() + "); nothing is programmed";
+      state = v1::DeviceState();
+      state.set_device(device);
+    } else {
+      d.sync.last_error.clear();
+    }
+    d.applied = state;
+    d.have_applied = true;
+    d.sync.in_sync = ContentKey(state) == d.desired_key;
+    d.sync.would_change = d.sync.in_sync ? std::vector<std::string>{}
+                                         : loom::southbound::DifferingParts(state, d.desired);
+    return;
+  }
   if (!s.ok()) {
     d.sync.last_error = "read back failed: " + s.message();
     return;

@@ -34,6 +34,10 @@ struct ReconcilerOptions {
   // 0 disables periodic drift checks.
   TimeNs drift_check_interval_ns = 30 * kNsPerSec;
   uint64_t seed = 1;  // jitter
+  // Shadow mode: compute and report, program nothing. Devices are read (what
+  // they run now, for the report) but never applied to; a difference is
+  // "would change", not a failure, and fires no alarm.
+  bool shadow = false;
 };
 
 // What the reconciler knows about one device.
@@ -48,6 +52,9 @@ struct DeviceSync {
   TimeNs next_attempt_ns = 0;
   std::string last_error;
   uint64_t applies = 0, failures = 0, drift_repairs = 0;
+  // Shadow mode: the parts Loom would change on the device ("routes", "dlb").
+  bool shadow = false;
+  std::vector<std::string> would_change;
 };
 
 // Notable outcomes, for the controller's event log.
@@ -97,6 +104,8 @@ class Reconciler {
     loom::southbound::Driver* driver = nullptr;
     TimeNs last_check_ns = 0;
     bool checking = false;
+    uint64_t shadow_read_generation = 0;  // desired generation last compared (shadow)
+    bool shadow_read = false;
   };
   void StartApply(Dev& d);
   void StartCheck(Dev& d);

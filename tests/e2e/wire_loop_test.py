@@ -34,7 +34,18 @@ class WireLoopTest(unittest.TestCase):
         self.assertEqual(len(parts), len(state["desired"]["routes"]), state["applied"])
         self.assertEqual(sorted({r.get("qpValue", 0) for r in parts}), [0, 1])
 
-    def run_loop(self, policy):
+    def test_shadow_mode_programs_nothing_and_reports_what_would_change(self):
+        # change_mode shadow: loomd computes the placement and reads leaf0 back,
+        # but sends nothing: the emulator's leaf runs none of Loom's routes, and
+        # `loomctl device` says what Loom would change (not an alarm).
+        state = self.run_loop(None, shadow=True)
+        sync = state["sync"]
+        self.assertTrue(sync.get("shadow"), sync)
+        self.assertIn("routes", sync.get("wouldChange", []), sync)
+        self.assertEqual(state.get("applied", {}).get("routes", []), [], state.get("applied"))
+        self.assertTrue(state["desired"].get("routes"), state["desired"])
+
+    def run_loop(self, policy, shadow=False):
         d = tempfile.mkdtemp(prefix="loom-wire-")
         procs = []
         try:
@@ -46,6 +57,10 @@ class WireLoopTest(unittest.TestCase):
             ready = wait_file(os.path.join(d, "fabric.json"), fabric)
             self.assertEqual(sorted(ready["bgp"]), ["leaf0", "leaf1"])
             extra = []
+            if shadow:
+                with open(os.path.join(d, "shadow.json"), "w") as f:
+                    json.dump({"changeMode": "shadow"}, f)
+                extra += ["--config", os.path.join(d, "shadow.json")]
             if policy is not None:
                 with open(os.path.join(d, "policy.json"), "w") as f:
                     json.dump(policy, f)
@@ -77,9 +92,16 @@ class WireLoopTest(unittest.TestCase):
             state, deadline = {}, time.monotonic() + 30
             while time.monotonic() < deadline:
                 state = device("leaf0")
+                if shadow and state["sync"].get("wouldChange") and state["desired"].get("routes"):
+                    text = subprocess.run(ctl + ["device", "leaf0"], capture_output=True,
+                                          text=True, timeout=20).stdout
+                    print(text)
+                    self.assertIn("mode:       shadow: nothing is programmed", text)
+                    return state
                 if state["sync"].get("inSync") and state["desired"].get("routes"):
                     break
                 time.sleep(0.2)
+            self.assertFalse(shadow, "shadow mode never reported what it would change: %s" % state)
             sync = state["sync"]
             self.assertTrue(sync.get("inSync"), state)
             self.assertEqual(sync["driver"], "bgp+gnmi")
