@@ -130,6 +130,42 @@ TEST_F(ReconcilerTest, DetectsAndRepairsDrift) {
   EXPECT_EQ(r_.Status()[0].drift_repairs, 1u);
 }
 
+// Shadow mode: the device is read and what Loom would change is reported;
+// nothing is ever applied, and no failure or drift note fires.
+TEST(ReconcilerShadowTest, ReadsReportsAndNeverApplies) {
+  VirtualClock clock{0};
+  FakeDriver drv;
+  ReconcilerOptions o;
+  o.drift_check_interval_ns = 1 * kNsPerSec;
+  o.shadow = true;
+  Reconciler r(
+      clock, [](std::function<void()> f) { f(); }, o);
+  r.AddDriver(&drv);
+  std::vector<ReconcileNote> notes;
+  r.SetNoteCallback([&](const ReconcileNote& n) { notes.push_back(n); });
+  drv.state["leaf0"] = Leaf("leaf0", 5);  // what the fabric runs today
+  r.SetDesired({{"leaf0", Leaf("leaf0", 7)}});
+  for (int i = 0; i < 5; ++i) {
+    r.Tick();
+    clock.Advance(300 * kNsPerMs);
+  }
+  EXPECT_EQ(drv.applies, 0);
+  EXPECT_EQ(drv.state["leaf0"].colors(0).color(), 5u);
+  EXPECT_GE(drv.reads, 1);
+  const DeviceSync s = r.Status()[0];
+  EXPECT_TRUE(s.shadow);
+  EXPECT_FALSE(s.in_sync);
+  EXPECT_EQ(s.would_change, std::vector<std::string>{"colors"});
+  EXPECT_TRUE(notes.empty());
+  // The fabric converges by itself (or by hand): nothing left to change.
+  drv.state["leaf0"] = Leaf("leaf0", 7);
+  clock.Advance(1 * kNsPerSec);
+  r.Tick();
+  EXPECT_TRUE(r.Status()[0].in_sync);
+  EXPECT_TRUE(r.Status()[0].would_change.empty());
+  EXPECT_EQ(drv.applies, 0);
+}
+
 TEST_F(ReconcilerTest, DeviceThatComesBackGetsFullState) {
   r_.SetDesired({{"leaf0", Leaf("leaf0", 7)}});
   r_.Tick();
