@@ -20,6 +20,9 @@ void AppendJsonString(std::string& out, std::string_view s) {
       case '\t':
         out += "\\t";
         break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];

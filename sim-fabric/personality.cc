@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "telemetry/path.h"
 
 namespace loom::sim {
@@ -79,38 +80,6 @@ bool AllDigits(std::string_view s) {
   return true;
 }
 
-void AppendJsonString(std::string* out, std::string_view s) {
-  out->push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      case '\t':
-        *out += "\\t";
-        break;
-      case '\r':
-        *out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned char>(c));
-          *out += buf;
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
-
 // A JSON object being assembled from (key path, string value) pairs; members
 // in key order.
 struct JsonNode {
@@ -130,7 +99,7 @@ struct JsonNode {
   }
   void Write(std::string* out) const {
     if (scalar && kids.empty()) {
-      AppendJsonString(out, value);
+      loom::AppendJsonString(*out, value);
       return;
     }
     out->push_back('{');
@@ -138,7 +107,7 @@ struct JsonNode {
     for (const auto& [k, v] : kids) {
       if (!first) out->push_back(',');
       first = false;
-      AppendJsonString(out, k);
+      loom::AppendJsonString(*out, k);
       out->push_back(':');
       v->Write(out);
     }
@@ -505,9 +474,9 @@ class Personality::Session final : public SubscribeSession {
         const Native& n = map_->natives[entries_[emit[j].first].native];
         if (n.parent_text != first.parent_text) break;
         if (j > k) json.push_back(',');
-        AppendJsonString(&json, ietf ? module + ":" + n.name : n.name);
+        loom::AppendJsonString(json, ietf ? module + ":" + n.name : n.name);
         json.push_back(':');
-        AppendJsonString(&json, emit[j].second);
+        loom::AppendJsonString(json, emit[j].second);
       }
       json.push_back('}');
       gnmi::Update* u = note.add_update();

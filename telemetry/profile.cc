@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "telemetry/json.h"
+#include "common/json.h"
 #include "telemetry/path.h"
 
 namespace loom::telemetry {

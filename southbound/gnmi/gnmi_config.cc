@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
 #include <string_view>
 #include <tuple>
 
+#include "common/json.h"
+#include "common/text.h"
 #include "southbound/wire/device_state_util.h"
 
 namespace loom::southbound::gnmi {
@@ -71,44 +74,12 @@ bool ParseU64(std::string_view s, uint64_t* out) {
 
 // ---- JSON writing -------------------------------------------------------------
 
-void AppendJsonString(std::string_view s, std::string* out) {
-  out->push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      case '\t':
-        *out += "\\t";
-        break;
-      case '\r':
-        *out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-          *out += buf;
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
-
 // A JSON object written member by member, in call order (deterministic).
 class JsonWriter {
  public:
   void Str(std::string_view k, std::string_view v) {
     Key(k);
-    AppendJsonString(v, &out_);
+    loom::AppendJsonString(out_, v);
   }
   void U32(std::string_view k, uint32_t v) {
     Key(k);
@@ -117,14 +88,14 @@ class JsonWriter {
   // RFC 7951 6.1: 64-bit integers are JSON strings.
   void U64(std::string_view k, uint64_t v) {
     Key(k);
-    AppendJsonString(std::to_string(v), &out_);
+    loom::AppendJsonString(out_, std::to_string(v));
   }
   void StrList(std::string_view k, const RepeatedPtrField<std::string>& v) {
     Key(k);
     out_ += "[";
     for (int i = 0; i < v.size(); ++i) {
       if (i) out_ += ",";
-      AppendJsonString(v[i], &out_);
+      loom::AppendJsonString(out_, v[i]);
     }
     out_ += "]";
   }
@@ -135,7 +106,7 @@ class JsonWriter {
     for (int i = 0; i < v.size(); ++i) {
       if (i) out_ += ",";
       if (as_string) {
-        AppendJsonString(std::to_string(v[i]), &out_);
+        loom::AppendJsonString(out_, std::to_string(v[i]));
       } else {
         out_ += std::to_string(v[i]);
       }
@@ -150,7 +121,7 @@ class JsonWriter {
     for (const auto& [name, w] : sorted) {
       if (!first) out_ += ",";
       first = false;
-      AppendJsonString(name, &out_);
+      loom::AppendJsonString(out_, name);
       out_ += ":" + std::to_string(w);
     }
     out_ += "}";
@@ -164,7 +135,7 @@ class JsonWriter {
  private:
   void Key(std::string_view k) {
     if (!out_.empty()) out_ += ",";
-    AppendJsonString(k, &out_);
+    loom::AppendJsonString(out_, k);
     out_ += ":";
   }
   std::string out_;
@@ -172,281 +143,9 @@ class JsonWriter {
 
 // ---- JSON reading -------------------------------------------------------------
 
-// A decoded JSON value (RFC 8259). Objects keep their members in text order.
-struct JsonValue {
-  enum class Kind : uint8_t { kNull, kBool, kNumber, kString, kList, kObject };
-  Kind kind = Kind::kNull;
-  bool boolean = false;
-  double number = 0;
-  std::string string;
-  std::vector<std::string> names;  // kObject: member names (unique).
-  std::vector<JsonValue> items;    // kList: elements; kObject: member values.
-};
-
-// A strict RFC 8259 parser: UTF-8 checked, no comments or trailing commas,
-// duplicate member names rejected, nesting bounded. Replaces
-// google::protobuf::util::JsonStringToMessage into a Struct, which dominated
-// the cost of a Set and of a Get decode (type resolution and a stream
-// writer per value).
-class JsonParser {
- public:
-  explicit JsonParser(std::string_view text) : s_(text) {}
-
-  bool Document(JsonValue* out) {
-    Ws();
-    if (!Value(out, 0)) return false;
-    Ws();
-    return i_ == s_.size();
-  }
-
- private:
-  static constexpr int kMaxDepth = 64;
-
-  void Ws() {
-    while (i_ < s_.size() &&
-           (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) {
-      ++i_;
-    }
-  }
-  bool Eat(char c) {
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  bool Literal(std::string_view word) {
-    if (s_.substr(i_, word.size()) != word) return false;
-    i_ += word.size();
-    return true;
-  }
-
-  bool Value(JsonValue* v, int depth) {
-    if (depth > kMaxDepth || i_ >= s_.size()) return false;
-    switch (s_[i_]) {
-      case '{':
-        return Object(v, depth);
-      case '[':
-        return List(v, depth);
-      case '"':
-        v->kind = JsonValue::Kind::kString;
-        return String(&v->string);
-      case 't':
-        v->kind = JsonValue::Kind::kBool;
-        v->boolean = true;
-        return Literal("true");
-      case 'f':
-        v->kind = JsonValue::Kind::kBool;
-        v->boolean = false;
-        return Literal("false");
-      case 'n':
-        v->kind = JsonValue::Kind::kNull;
-        return Literal("null");
-      default:
-        v->kind = JsonValue::Kind::kNumber;
-        return Number(&v->number);
-    }
-  }
-
-  bool Object(JsonValue* v, int depth) {
-    v->kind = JsonValue::Kind::kObject;
-    ++i_;  // '{'
-    Ws();
-    if (Eat('}')) return true;
-    for (;;) {
-      Ws();
-      std::string name;
-      if (i_ >= s_.size() || s_[i_] != '"' || !String(&name)) return false;
-      for (const std::string& n : v->names) {
-        if (n == name) return false;  // Duplicate member.
-      }
-      Ws();
-      if (!Eat(':')) return false;
-      Ws();
-      v->names.push_back(std::move(name));
-      v->items.emplace_back();
-      if (!Value(&v->items.back(), depth + 1)) return false;
-      Ws();
-      if (Eat('}')) return true;
-      if (!Eat(',')) return false;
-    }
-  }
-
-  bool List(JsonValue* v, int depth) {
-    v->kind = JsonValue::Kind::kList;
-    ++i_;  // '['
-    Ws();
-    if (Eat(']')) return true;
-    for (;;) {
-      Ws();
-      v->items.emplace_back();
-      if (!Value(&v->items.back(), depth + 1)) return false;
-      Ws();
-      if (Eat(']')) return true;
-      if (!Eat(',')) return false;
-    }
-  }
-
-  static bool Digit(char c) { return c >= '0' && c <= '9'; }
-
-  bool Number(double* out) {
-    const size_t b = i_;
-    Eat('-');
-    if (i_ >= s_.size() || !Digit(s_[i_])) return false;
-    if (s_[i_] == '0') {
-      ++i_;
-    } else {
-      while (i_ < s_.size() && Digit(s_[i_])) ++i_;
-    }
-    if (Eat('.')) {
-      if (i_ >= s_.size() || !Digit(s_[i_])) return false;
-      while (i_ < s_.size() && Digit(s_[i_])) ++i_;
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (!Eat('+')) Eat('-');
-      if (i_ >= s_.size() || !Digit(s_[i_])) return false;
-      while (i_ < s_.size() && Digit(s_[i_])) ++i_;
-    }
-    auto [p, ec] = std::from_chars(s_.data() + b, s_.data() + i_, *out);
-    return ec == std::errc() && p == s_.data() + i_ && std::isfinite(*out);
-  }
-
-  bool Hex4(uint32_t* out) {
-    if (s_.size() - i_ < 4) return false;
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = s_[i_++];
-      v <<= 4;
-      if (c >= '0' && c <= '9') {
-        v |= static_cast<uint32_t>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        v |= static_cast<uint32_t>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        v |= static_cast<uint32_t>(c - 'A' + 10);
-      } else {
-        return false;
-      }
-    }
-    *out = v;
-    return true;
-  }
-
-  static void AppendUtf8(uint32_t cp, std::string* out) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else {
-      out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    }
-  }
-
-  // One UTF-8 sequence starting at i_ (first byte >= 0x80): well-formed,
-  // shortest form, no surrogates, at most U+10FFFF.
-  bool Utf8(std::string* out) {
-    const auto b0 = static_cast<unsigned char>(s_[i_]);
-    int n = 0;
-    uint32_t cp = 0, min = 0;
-    if ((b0 & 0xe0) == 0xc0) {
-      n = 1, cp = b0 & 0x1f, min = 0x80;
-    } else if ((b0 & 0xf0) == 0xe0) {
-      n = 2, cp = b0 & 0x0f, min = 0x800;
-    } else if ((b0 & 0xf8) == 0xf0) {
-      n = 3, cp = b0 & 0x07, min = 0x10000;
-    } else {
-      return false;
-    }
-    if (s_.size() - i_ <= static_cast<size_t>(n)) return false;
-    for (int k = 1; k <= n; ++k) {
-      const auto c = static_cast<unsigned char>(s_[i_ + static_cast<size_t>(k)]);
-      if ((c & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (c & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    out->append(s_.data() + i_, static_cast<size_t>(n) + 1);
-    i_ += static_cast<size_t>(n) + 1;
-    return true;
-  }
-
-  bool String(std::string* out) {
-    ++i_;  // '"'
-    out->clear();
-    for (;;) {
-      // Copy the plain run at once.
-      size_t j = i_;
-      while (j < s_.size()) {
-        const auto c = static_cast<unsigned char>(s_[j]);
-        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
-        ++j;
-      }
-      out->append(s_.data() + i_, j - i_);
-      i_ = j;
-      if (i_ >= s_.size()) return false;
-      const auto c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        ++i_;
-        return true;
-      }
-      if (c < 0x20) return false;
-      if (c >= 0x80) {
-        if (!Utf8(out)) return false;
-        continue;
-      }
-      // Escape.
-      ++i_;
-      if (i_ >= s_.size()) return false;
-      const char e = s_[i_++];
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          out->push_back(e);
-          break;
-        case 'b':
-          out->push_back('\b');
-          break;
-        case 'f':
-          out->push_back('\f');
-          break;
-        case 'n':
-          out->push_back('\n');
-          break;
-        case 'r':
-          out->push_back('\r');
-          break;
-        case 't':
-          out->push_back('\t');
-          break;
-        case 'u': {
-          uint32_t cp = 0;
-          if (!Hex4(&cp)) return false;
-          if (cp >= 0xdc00 && cp <= 0xdfff) return false;  // Lone low surrogate.
-          if (cp >= 0xd800 && cp <= 0xdbff) {
-            uint32_t lo = 0;
-            if (!Literal("\\u") || !Hex4(&lo) || lo < 0xdc00 || lo > 0xdfff) return false;
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-          }
-          AppendUtf8(cp, out);
-          break;
-        }
-        default:
-          return false;
-      }
-    }
-  }
-
-  std::string_view s_;
-  size_t i_ = 0;
-};
+// Values are read with common/json.h (RFC 8259, UTF-8 checked, numbers kept
+// as text, nesting and size bounded); member names must be unique.
+using loom::JsonValue;
 
 class PathView;
 std::string PathText(const PathView& p);
@@ -468,13 +167,13 @@ class Where {
 class JsonObject {
  public:
   JsonObject(const JsonValue& s, const Where& where)
-      : s_(s), where_(where), used_(s.names.size(), false) {}
+      : s_(s), where_(where), used_(s.members.size(), false) {}
 
   Status Str(const char* name, std::string* out, bool* present = nullptr) {
     const JsonValue* v = Find(name, present);
     if (!v) return Status::Ok();
     if (v->kind != JsonValue::Kind::kString) return Bad(name, "expected a string");
-    *out = v->string;
+    *out = v->text;
     return Status::Ok();
   }
   Status U32(const char* name, uint32_t* out, bool* present = nullptr) {
@@ -498,11 +197,11 @@ class JsonObject {
   Status StrList(const char* name, RepeatedPtrField<std::string>* out) {
     const JsonValue* v = Find(name, nullptr);
     if (!v) return Status::Ok();
-    if (v->kind != JsonValue::Kind::kList) return Bad(name, "expected a list of strings");
+    if (v->kind != JsonValue::Kind::kArray) return Bad(name, "expected a list of strings");
     out->Clear();
     for (const JsonValue& e : v->items) {
       if (e.kind != JsonValue::Kind::kString) return Bad(name, "expected a list of strings");
-      out->Add(std::string(e.string));
+      out->Add(std::string(e.text));
     }
     return Status::Ok();
   }
@@ -510,7 +209,7 @@ class JsonObject {
   Status NumList(const char* name, bool is64, R* out) {
     const JsonValue* v = Find(name, nullptr);
     if (!v) return Status::Ok();
-    if (v->kind != JsonValue::Kind::kList) return Bad(name, "expected a list of integers");
+    if (v->kind != JsonValue::Kind::kArray) return Bad(name, "expected a list of integers");
     out->Clear();
     for (const JsonValue& e : v->items) {
       uint64_t x = 0;
@@ -528,10 +227,10 @@ class JsonObject {
       return Bad(name, "expected an object {next-hop: weight}");
     }
     out->clear();
-    for (size_t i = 0; i < v->names.size(); ++i) {
-      const std::string& k = v->names[i];
+    for (const auto& member : v->members) {
+      const std::string& k = member.name;
       uint64_t x = 0;
-      if (!ToU64(v->items[i], false, &x) || x > UINT32_MAX) {
+      if (!ToU64(member.value, false, &x) || x > UINT32_MAX) {
         return Bad(name, "weight of \"" + k + "\" is not an integer 0..4294967295");
       }
       (*out)[k] = static_cast<uint32_t>(x);
@@ -541,8 +240,8 @@ class JsonObject {
   // INVALID_ARGUMENT naming the first member that no accessor asked for.
   Status RejectUnknown() const {
     std::vector<std::string> unknown;
-    for (size_t i = 0; i < s_.names.size(); ++i) {
-      if (!used_[i]) unknown.push_back(s_.names[i]);
+    for (size_t i = 0; i < s_.members.size(); ++i) {
+      if (!used_[i]) unknown.push_back(s_.members[i].name);
     }
     if (unknown.empty()) return Status::Ok();
     std::sort(unknown.begin(), unknown.end());
@@ -558,33 +257,33 @@ class JsonObject {
     if (present) *present = false;
     const std::string_view plain(name);
     const std::string_view origin(kOrigin);
-    size_t qualified = s_.names.size();
-    for (size_t i = 0; i < s_.names.size(); ++i) {
-      const std::string_view k(s_.names[i]);
+    size_t qualified = s_.members.size();
+    for (size_t i = 0; i < s_.members.size(); ++i) {
+      const std::string_view k(s_.members[i].name);
       if (k == plain) return Use(i, present);
-      if (qualified == s_.names.size() && k.size() == origin.size() + 1 + plain.size() &&
+      if (qualified == s_.members.size() && k.size() == origin.size() + 1 + plain.size() &&
           k.substr(0, origin.size()) == origin && k[origin.size()] == ':' &&
           k.substr(origin.size() + 1) == plain) {
         qualified = i;
       }
     }
-    if (qualified < s_.names.size()) return Use(qualified, present);
+    if (qualified < s_.members.size()) return Use(qualified, present);
     return nullptr;
   }
   const JsonValue* Use(size_t i, bool* present) {
     used_[i] = true;
     if (present) *present = true;
-    return &s_.items[i];
+    return &s_.members[i].value;
   }
   static bool ToU64(const JsonValue& v, bool allow_string, uint64_t* out) {
     if (v.kind == JsonValue::Kind::kNumber) {
-      double d = v.number;
+      const double d = std::strtod(v.text.c_str(), nullptr);
       if (!std::isfinite(d) || d < 0 || d != std::floor(d) || d > 9007199254740992.0) return false;
       *out = static_cast<uint64_t>(d);
       return true;
     }
     if (allow_string && v.kind == JsonValue::Kind::kString) {
-      return ParseU64(v.string, out);
+      return ParseU64(v.text, out);
     }
     return false;
   }
@@ -604,8 +303,9 @@ Status ParseJsonValue(const ::gnmi::TypedValue& val, const Where& where, JsonVal
     return InvalidArgument(where.str() +
                            ": value must be json_ietf_val or json_val (a JSON object)");
   }
-  JsonParser parser(text);
-  if (!parser.Document(out) || out->kind != JsonValue::Kind::kObject) {
+  std::string why;
+  if (!loom::ParseJson(text, out, &why, /*unique_names=*/true) ||
+      out->kind != JsonValue::Kind::kObject) {
     return InvalidArgument(where.str() + ": value is not a JSON object");
   }
   return Status::Ok();

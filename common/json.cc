@@ -1,8 +1,10 @@
-#include "telemetry/json.h"
+#include "common/json.h"
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
-namespace loom::telemetry {
+namespace loom {
 namespace {
 
 constexpr int kMaxDepth = 64;
@@ -10,7 +12,7 @@ constexpr size_t kMaxValues = 1'000'000;
 
 class Parser {
  public:
-  explicit Parser(std::string_view s) : s_(s) {}
+  Parser(std::string_view s, bool unique_names) : s_(s), unique_names_(unique_names) {}
 
   bool Parse(JsonValue* out, std::string* error) {
     SkipSpace();
@@ -86,6 +88,13 @@ class Parser {
       if (pos_ >= s_.size() || s_[pos_] != '"') return Fail("expected a member name");
       out->members.emplace_back();
       if (!String(&out->members.back().name)) return false;
+      if (unique_names_) {
+        for (size_t k = 0; k + 1 < out->members.size(); ++k) {
+          if (out->members[k].name == out->members.back().name) {
+            return Fail("a member name appears twice");
+          }
+        }
+      }
       SkipSpace();
       if (pos_ >= s_.size() || s_[pos_] != ':') return Fail("expected ':'");
       ++pos_;
@@ -156,6 +165,10 @@ class Parser {
       if (digits() == 0) return Fail("invalid number");
     }
     out->text.assign(s_.substr(start, pos_ - start));
+    // Beyond a double's range (1e999) is refused: no reader could use it.
+    if (!std::isfinite(std::strtod(out->text.c_str(), nullptr))) {
+      return Fail("number out of range");
+    }
     return true;
   }
 
@@ -175,6 +188,31 @@ class Parser {
       out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
       out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
     }
+  }
+
+  // Length of the UTF-8 sequence at `i` (first byte >= 0x80) when it is
+  // well-formed, shortest form, not a surrogate and at most U+10FFFF; else 0.
+  size_t Utf8Length(size_t i) const {
+    const auto b0 = static_cast<unsigned char>(s_[i]);
+    size_t n = 0;
+    uint32_t cp = 0, min = 0;
+    if ((b0 & 0xe0) == 0xc0) {
+      n = 1, cp = b0 & 0x1f, min = 0x80;
+    } else if ((b0 & 0xf0) == 0xe0) {
+      n = 2, cp = b0 & 0x0f, min = 0x800;
+    } else if ((b0 & 0xf8) == 0xf0) {
+      n = 3, cp = b0 & 0x07, min = 0x10000;
+    } else {
+      return 0;
+    }
+    if (s_.size() - i <= n) return 0;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto c = static_cast<unsigned char>(s_[i + k]);
+      if ((c & 0xc0) != 0x80) return 0;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return n + 1;
   }
 
   bool Hex4(uint32_t* out) {
@@ -204,9 +242,19 @@ class Parser {
       // Copy the run up to the next quote or backslash at once.
       size_t end = pos_;
       while (end < s_.size() && s_[end] != '"' && s_[end] != '\\') {
-        if (static_cast<unsigned char>(s_[end]) < 0x20) {
+        const auto c = static_cast<unsigned char>(s_[end]);
+        if (c < 0x20) {
           pos_ = end;
           return Fail("control character in a string");
+        }
+        if (c >= 0x80) {
+          const size_t n = Utf8Length(end);
+          if (n == 0) {
+            pos_ = end;
+            return Fail("invalid UTF-8 in a string");
+          }
+          end += n;
+          continue;
         }
         ++end;
       }
@@ -264,6 +312,7 @@ class Parser {
   }
 
   std::string_view s_;
+  const bool unique_names_;
   size_t pos_ = 0;
   size_t values_ = 0;
   const char* error_ = "";
@@ -271,9 +320,9 @@ class Parser {
 
 }  // namespace
 
-bool ParseJson(std::string_view text, JsonValue* out, std::string* error) {
+bool ParseJson(std::string_view text, JsonValue* out, std::string* error, bool unique_names) {
   *out = JsonValue();
-  return Parser(text).Parse(out, error);
+  return Parser(text, unique_names).Parse(out, error);
 }
 
-}  // namespace loom::telemetry
+}  // namespace loom

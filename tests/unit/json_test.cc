@@ -1,11 +1,11 @@
 // The JSON reader behind json_val / json_ietf_val values.
-#include "telemetry/json.h"
+#include "common/json.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace loom::telemetry {
+namespace loom {
 namespace {
 
 TEST(JsonTest, KeepsNumbersAsWrittenAndMembersInOrder) {
@@ -55,5 +55,18 @@ TEST(JsonTest, RejectsWhatIsNotJsonNamingThePosition) {
   EXPECT_NE(err.find("nesting deeper than 64"), std::string::npos) << err;
 }
 
+TEST(JsonTest, ChecksUtf8AndOptionallyUniqueNames) {
+  JsonValue v;
+  std::string err;
+  EXPECT_TRUE(ParseJson("\"caf\xc3\xa9\"", &v, &err)) << err;
+  EXPECT_FALSE(ParseJson("\"caf\xc3\"", &v, &err));  // truncated sequence
+  EXPECT_NE(err.find("invalid UTF-8"), std::string::npos) << err;
+  EXPECT_FALSE(ParseJson("\"\xc0\xaf\"", &v, &err));               // overlong '/'
+  EXPECT_FALSE(ParseJson("\"\xed\xa0\x80\"", &v, &err));           // encoded surrogate
+  EXPECT_TRUE(ParseJson(R"({"a": 1, "a": 2})", &v, &err)) << err;  // allowed by default
+  EXPECT_FALSE(ParseJson(R"({"a": 1, "a": 2})", &v, &err, /*unique_names=*/true));
+  EXPECT_NE(err.find("a member name appears twice"), std::string::npos) << err;
+}
+
 }  // namespace
-}  // namespace loom::telemetry
+}  // namespace loom
