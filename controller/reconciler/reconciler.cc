@@ -36,6 +36,11 @@ void Reconciler::SetDesired(const std::map<std::string, v1::DeviceState>& desire
     d.desired_key = std::move(key);
     d.desired.set_generation(++d.sync.desired_generation);
     d.sync.in_sync = d.have_applied && ContentKey(d.applied) == d.desired_key;
+    if (options_.shadow && d.have_applied) {
+      // The report follows the new desire at once (against the last read).
+      d.sync.would_change = d.sync.in_sync ? std::vector<std::string>{}
+                                           : loom::southbound::DifferingParts(d.applied, d.desired);
+    }
     // A new desire is worth trying now, whatever the backoff said.
     d.sync.next_attempt_ns = 0;
   }

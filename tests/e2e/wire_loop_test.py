@@ -92,7 +92,7 @@ class WireLoopTest(unittest.TestCase):
             state, deadline = {}, time.monotonic() + 30
             while time.monotonic() < deadline:
                 state = device("leaf0")
-                if shadow and state["sync"].get("wouldChange") and state["desired"].get("routes"):
+                if shadow and "routes" in state["sync"].get("wouldChange", []):
                     text = subprocess.run(ctl + ["device", "leaf0"], capture_output=True,
                                           text=True, timeout=20).stdout
                     print(text)

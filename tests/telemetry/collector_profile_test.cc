@@ -135,7 +135,13 @@ TEST(CollectorProfileTest, SonicTargetNegotiatesJsonIetfAndTranslatesDbObjects) 
   const TargetHealth h = c.Health()[0];
   EXPECT_EQ(h.encoding, "JSON_IETF");  // the profile prefers it over JSON; PROTO is not asked
   EXPECT_EQ(h.platform, "sonic");
-  // Streams per (origin, target): COUNTERS_DB, APPL_DB and the key maps.
+  // Streams per (origin, target): COUNTERS_DB, APPL_DB and the key maps
+  // (each stream's request may still be on its way).
+  ASSERT_TRUE(WaitFor([&] {
+    std::set<std::string> t;
+    for (const auto& r : server.requests()) t.insert(r.subscribe().prefix().target());
+    return t.size() == 2;
+  }));
   std::set<std::string> targets;
   for (const auto& r : server.requests()) {
     targets.insert(r.subscribe().prefix().target());
