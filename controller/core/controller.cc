@@ -42,6 +42,13 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
       reconciler_(
           clock, [this](std::function<void()> f) { boost::asio::post(strand_, std::move(f)); },
           options.reconciler),
+      fabric_settings_(options.fabric_settings),
+      gate_(
+          clock, options.change_safety,
+          [this](const std::vector<std::string>& devices) { return SampleLinks(devices); },
+          [this](const std::string& device, std::string* error) {
+            return DeviceInSync(device, error);
+          }),
       jobs_gauge_(prometheus::BuildGauge()
                       .Name("loom_jobs")
                       .Help("Jobs currently registered")
@@ -173,6 +180,9 @@ Status Controller::Start() {
   }
   revision_ = state.last_revision;
   next_revision_ = revision_;
+  gate_.RestoreAccepted(std::move(state.accepted_settings));
+  gate_.SetModeName(options_.change_mode);
+  gate_.SetNoteCallback([this](const GateNote& n) { OnGateNote(n); });
   if (state.policy) {
     policy_version_ = state.policy->version();
     placement_.SetPolicy(*state.policy);
@@ -881,12 +891,13 @@ void Controller::GetDesiredStates(Done<std::map<std::string, v1::DeviceState>> d
 void Controller::PushDesired() {
   if (!desired_dirty_) return;
   desired_dirty_ = false;
-  reconciler_.SetDesired(DesiredStates());
+  ReleaseToReconciler(gate_.Update(DesiredStates()));
 }
 
 std::map<std::string, v1::DeviceState> Controller::DesiredStates() const {
   auto desired = placement_.DesiredStates();
   adaptive_.Decorate(&desired);
+  AddFabricSettings(&desired);
   loom::te::AddNextHopReach(*topo_, DownLinks(), &desired);
   for (auto& [device, state] : desired) prefix_plan_.FillPrefixes(&state);
   return desired;
@@ -1158,6 +1169,7 @@ void Controller::Tick() {
       }
     }
     PushDesired();
+    ReleaseToReconciler(gate_.Tick());
     reconciler_.Tick();
   });
 }

@@ -32,9 +32,11 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "controller/core/adaptive_engine.h"
+#include "controller/reconciler/change_gate.h"
 #include "controller/reconciler/reconciler.h"
 #include "controller/store/store.h"
 #include "controller/te/placement.h"
+#include "loom/v1/config.pb.h"
 #include "loom/v1/fabric_service.pb.h"
 #include "loom/v1/scheduler_service.pb.h"
 #include "southbound/bgp/prefix_plan.h"
@@ -63,6 +65,12 @@ struct ControllerOptions {
   // check NIC-leaf links (only where hosts send LLDP).
   bool lldp_exclude_unverified = false;
   bool lldp_check_host_links = false;
+  // Change safety for fabric-wide settings (controller/reconciler/change_gate.h)
+  // and the mode name plans show ("auto", "approve", "shadow").
+  ChangeSafetyOptions change_safety;
+  std::string change_mode = "auto";
+  // Fabric-wide settings from configuration (SetFabricSettings replaces them).
+  std::vector<loom::v1::FabricSetting> fabric_settings;
 };
 
 struct PolicyInstallResult {
@@ -142,6 +150,17 @@ class Controller {
   // assignments (for the reconciler and `loomctl render`).
   void GetDesiredStates(Done<std::map<std::string, loom::v1::DeviceState>> done);
 
+  // Replaces the fabric-wide settings from configuration (SIGHUP reload);
+  // a difference becomes a change plan.
+  void SetFabricSettings(std::vector<loom::v1::FabricSetting> settings);
+  // The pending fabric-wide change and where its rollout stands.
+  void GetChangePlan(Done<loom::v1::ChangePlan> done);
+  // approve mode: rolls out the plan built on `revision` (FAILED_PRECONDITION
+  // when stale, quarantined or already rolling out).
+  void ApplyChangePlan(uint64_t revision, Done<loom::v1::ChangePlan> done);
+  // Lets the quarantined change `revision` be tried again.
+  void ClearChangeQuarantine(uint64_t revision, Done<loom::v1::ChangePlan> done);
+
  private:
   struct LinkDrain {
     std::string reason;
@@ -219,6 +238,16 @@ class Controller {
   bool CheckTelemetrySources(std::vector<v1::Event>* events);
   Reconciler reconciler_;
   bool desired_dirty_ = true;
+  // Change safety (change_control.cc).
+  std::vector<loom::v1::FabricSetting> fabric_settings_;
+  ChangeGate gate_;
+  void AddFabricSettings(std::map<std::string, loom::v1::DeviceState>* desired) const;
+  std::vector<LinkHealthSample> SampleLinks(const std::vector<std::string>& devices) const;
+  bool DeviceInSync(const std::string& device, std::string* error) const;
+  void OnGateNote(const GateNote& n);
+  // Hands the gate's released state to the reconciler (when `changed`) and
+  // persists accepted settings that changed.
+  void ReleaseToReconciler(bool changed);
   // Measured demand: EWMA of measured / modelled NIC send rate per job.
   std::map<std::string, double> measured_ratio_;
   bool reoptimize_pending_ = false;

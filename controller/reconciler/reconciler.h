@@ -87,6 +87,11 @@ class Reconciler {
   void SetNoteCallback(std::function<void(const ReconcileNote&)> cb) { on_note_ = std::move(cb); }
 
   std::vector<DeviceSync> Status() const;
+  // One device's sync status (nullptr when the reconciler never saw it).
+  const DeviceSync* Sync(const std::string& device) const {
+    auto it = devices_.find(device);
+    return it == devices_.end() ? nullptr : &it->second.sync;
+  }
   const loom::v1::DeviceState* Applied(const std::string& device) const;
   // The desired state last handed in by SetDesired (nullptr when unknown).
   const loom::v1::DeviceState* Desired(const std::string& device) const;

@@ -24,6 +24,8 @@ const char* const kMigrations[] = {
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
     // 2 -> 3: versioned TELB policy sets (every version kept).
     "CREATE TABLE policies(version INTEGER PRIMARY KEY, body BLOB NOT NULL);",
+    // 3 -> 4: fabric-wide settings each device was given (change safety).
+    "CREATE TABLE accepted_settings(device TEXT PRIMARY KEY, state BLOB NOT NULL);",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteStore::kLatestSchemaVersion);
 
@@ -197,6 +199,17 @@ Status SqliteStore::Load(size_t max_events, StoredState* out) {
       out->policy = std::move(p);
     }
   }
+  if (schema_version_ >= 4) {
+    Stmt s(db, "SELECT device, state FROM accepted_settings");
+    while (s.Step() == SQLITE_ROW) {
+      loom::v1::DeviceState st;
+      if (!st.ParseFromString(s.ColBlob(1))) {
+        return {StatusCode::kDataLoss,
+                impl_->path + ": the accepted settings of " + s.ColText(0) + " are corrupt"};
+      }
+      out->accepted_settings[s.ColText(0)] = std::move(st);
+    }
+  }
   if (schema_version_ >= 2) {
     Stmt s(db, "SELECT request_id, method, request_hash, response, revision FROM requests");
     while (s.Step() == SQLITE_ROW) {
@@ -283,6 +296,23 @@ Status SqliteStore::Commit(const Mutation& m) {
     s.Int(1, static_cast<int64_t>(m.put_policy->version()));
     s.Blob(2, m.put_policy->SerializeAsString());
     if (s.Step() != SQLITE_DONE) return fail("writing policy version");
+  }
+  if (!m.put_settings.empty()) {
+    Stmt s(db, "INSERT OR REPLACE INTO accepted_settings(device, state) VALUES(?,?)");
+    for (const auto& st : m.put_settings) {
+      s.Text(1, st.device());
+      s.Blob(2, st.SerializeAsString());
+      if (s.Step() != SQLITE_DONE) return fail("writing accepted settings");
+      s.Reset();
+    }
+  }
+  if (!m.delete_settings.empty()) {
+    Stmt s(db, "DELETE FROM accepted_settings WHERE device = ?");
+    for (const auto& d : m.delete_settings) {
+      s.Text(1, d);
+      if (s.Step() != SQLITE_DONE) return fail("deleting accepted settings");
+      s.Reset();
+    }
   }
   if (m.prune_events_before > 0) {
     Stmt s(db, "DELETE FROM events WHERE revision < ?");

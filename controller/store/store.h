@@ -8,12 +8,14 @@
 #define LOOM_CONTROLLER_STORE_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "loom/v1/device_state.pb.h"
 #include "loom/v1/event.pb.h"
 #include "loom/v1/job.pb.h"
 #include "loom/v1/policy.pb.h"
@@ -45,6 +47,8 @@ struct StoredState {
   uint64_t last_revision = 0;
   // The newest policy set version, when one was ever installed.
   std::optional<loom::v1::PolicySet> policy;
+  // Fabric-wide settings each device was given (change safety), by device.
+  std::map<std::string, loom::v1::DeviceState> accepted_settings;
 };
 
 // One atomic change.
@@ -57,6 +61,9 @@ struct Mutation {
   std::vector<RequestRecord> requests;
   // A new policy set version (its `version` field is the key).
   std::optional<loom::v1::PolicySet> put_policy;
+  // Accepted fabric-wide settings to store (by device) or forget.
+  std::vector<loom::v1::DeviceState> put_settings;
+  std::vector<std::string> delete_settings;
   // Events with revision < this are deleted (0: keep all).
   uint64_t prune_events_before = 0;
   // Request records with revision < this are deleted (0: keep all).
@@ -76,7 +83,7 @@ class Store {
 // and forward-only migrations applied in one transaction each on open.
 class SqliteStore final : public Store {
  public:
-  static constexpr int kLatestSchemaVersion = 3;
+  static constexpr int kLatestSchemaVersion = 4;
 
   // Opens (creating if needed) and migrates to `target_version` (tests use a
   // lower one to build old databases). Returns nullptr and sets `status` when

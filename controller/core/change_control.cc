@@ -1,0 +1,148 @@
+// Controller: fabric-wide settings from configuration, and change safety —
+// the ChangeGate between the computed desired state and the reconciler,
+// its telemetry check, its events, its persisted accepted settings and the
+// plan / apply / clear API. Runs on the controller strand.
+#include <fnmatch.h>
+
+#include <boost/asio/post.hpp>
+
+#include "controller/core/controller.h"
+
+namespace loom::controller {
+
+namespace v1 = loom::v1;
+
+namespace {
+
+bool SettingMatches(const v1::FabricSetting& s, const v1::Device& d) {
+  if (s.role() != v1::DEVICE_ROLE_UNSPECIFIED && s.role() != d.role()) return false;
+  if (!s.name_pattern().empty() && fnmatch(s.name_pattern().c_str(), d.id().c_str(), 0) != 0) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Controller::AddFabricSettings(std::map<std::string, v1::DeviceState>* desired) const {
+  if (fabric_settings_.empty()) return;
+  for (const auto& d : topo_->topology().devices()) {
+    auto it = desired->find(d.id());
+    if (it == desired->end()) continue;  // not a switch Loom programs
+    const v1::FabricSetting* dlb = nullptr;
+    const v1::FabricSetting* thresholds = nullptr;
+    const v1::FabricSetting* watchdog = nullptr;
+    for (const auto& s : fabric_settings_) {
+      if (!SettingMatches(s, d)) continue;
+      if (s.has_dlb()) dlb = &s;
+      if (!s.thresholds().empty()) thresholds = &s;
+      if (s.has_pfc_watchdog()) watchdog = &s;
+    }
+    v1::DeviceState& st = it->second;
+    // DLB tuning (already in `desired`) wins over the configured base profile.
+    if (dlb && !st.has_dlb()) *st.mutable_dlb() = dlb->dlb();
+    if (thresholds && st.thresholds().empty()) *st.mutable_thresholds() = thresholds->thresholds();
+    if (watchdog && !st.has_pfc_watchdog()) *st.mutable_pfc_watchdog() = watchdog->pfc_watchdog();
+  }
+}
+
+void Controller::SetFabricSettings(std::vector<v1::FabricSetting> settings) {
+  boost::asio::post(strand_, [this, settings = std::move(settings)]() mutable {
+    fabric_settings_ = std::move(settings);
+    desired_dirty_ = true;
+  });
+}
+
+std::vector<LinkHealthSample> Controller::SampleLinks(
+    const std::vector<std::string>& devices) const {
+  std::vector<LinkHealthSample> out;
+  if (!snapshot_) return out;
+  std::set<std::string> want(devices.begin(), devices.end());
+  for (const auto& d : snapshot_->links) {
+    if (!d.link_id || !d.tx_device || !d.rx_device) continue;
+    if (!want.count(*d.tx_device) && !want.count(*d.rx_device)) continue;
+    LinkHealthSample s;
+    s.link = *d.link_id + " " + *d.tx_device + "->" + *d.rx_device;
+    s.stale = d.stale;
+    s.down = d.oper == loom::telemetry::OperStatus::kDown;
+    s.utilization = d.utilization;
+    s.pfc_pause = d.pfc_pause_ratio;
+    s.drops_pps = d.drops_pps;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool Controller::DeviceInSync(const std::string& device, std::string* error) const {
+  const DeviceSync* s = reconciler_.Sync(device);
+  if (!s) return false;
+  if (s->driver.empty()) {
+    *error = "no southbound driver programs it";
+    return false;
+  }
+  if (!s->in_sync) *error = s->last_error;
+  return s->in_sync;
+}
+
+void Controller::OnGateNote(const GateNote& n) {
+  Mutation m;
+  v1::Event ev = NewEvent(n.kind == GateNote::Kind::kChange ? v1::EVENT_TYPE_CHANGE_ROLLOUT
+                                                            : v1::EVENT_TYPE_ROUTE_CHURN_LIMITED,
+                          n.subject);
+  ev.set_severity(n.warning ? v1::SEVERITY_WARNING : v1::SEVERITY_INFO);
+  ev.set_cause(n.cause);
+  ev.set_action(n.action);
+  ev.set_result(n.result);
+  m.events.push_back(std::move(ev));
+  CommitAndPublish(m);
+}
+
+void Controller::ReleaseToReconciler(bool changed) {
+  if (changed) reconciler_.SetDesired(gate_.Released());
+  std::vector<std::string> devices = gate_.TakeAcceptedChanges();
+  if (devices.empty()) return;
+  Mutation m;
+  for (const auto& d : devices) {
+    auto it = gate_.Accepted().find(d);
+    if (it == gate_.Accepted().end()) {
+      m.delete_settings.push_back(d);
+    } else {
+      m.put_settings.push_back(it->second);
+    }
+  }
+  // A failed write only means a restart re-checks these settings.
+  CommitAndPublish(m);
+}
+
+void Controller::GetChangePlan(Done<v1::ChangePlan> done) {
+  boost::asio::post(strand_, [this, done = std::move(done)]() {
+    PushDesired();
+    done(Status::Ok(), gate_.Plan());
+  });
+}
+
+void Controller::ApplyChangePlan(uint64_t revision, Done<v1::ChangePlan> done) {
+  boost::asio::post(strand_, [this, revision, done = std::move(done)]() {
+    PushDesired();
+    if (revision == 0) return done(InvalidArgument("revision: must name the plan's revision"), {});
+    Status s = gate_.Apply(revision);
+    if (!s.ok()) return done(s, {});
+    ReleaseToReconciler(true);
+    done(Status::Ok(), gate_.Plan());
+  });
+}
+
+void Controller::ClearChangeQuarantine(uint64_t revision, Done<v1::ChangePlan> done) {
+  boost::asio::post(strand_, [this, revision, done = std::move(done)]() {
+    PushDesired();
+    if (revision == 0) {
+      return done(InvalidArgument("revision: must name the quarantined revision"), {});
+    }
+    Status s = gate_.ClearQuarantine(revision);
+    if (!s.ok()) return done(s, {});
+    ReleaseToReconciler(true);
+    done(Status::Ok(), gate_.Plan());
+  });
+}
+
+}  // namespace loom::controller
