@@ -3,6 +3,7 @@
 #include <google/protobuf/util/time_util.h>
 #include <grpcpp/grpcpp.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +56,14 @@ Commands:
                                       connection, negotiated encoding and each signal's
                                       state (live / stale / unavailable, with the reason);
                                       with DEVICE, one line per signal
+  plan                                the pending fabric-wide change (DLB, ALB,
+                                      ECN/PFC thresholds, PFC watchdog): per device
+                                      what changes, the canary, the rollout state and
+                                      the desired-state revision it was built on
+  apply REVISION                      approve mode: roll out the plan `loomctl plan`
+                                      showed (refused when the desired state moved on)
+  plan clear REVISION                 let a rolled-back (quarantined) change be tried
+                                      again
 
 Flags:
   --server HOST:PORT   loomd address
@@ -361,6 +370,83 @@ int CmdDevices(Ctx& ctx, const std::vector<std::string>& args) {
   return 0;
 }
 
+void PrintPlan(const v1::ChangePlan& p) {
+  std::cout << "revision:  " << p.revision() << "\n"
+            << "mode:      " << p.mode() << "\n"
+            << "state:     " << Short(v1::ChangeState_Name(p.state()), "CHANGE_STATE_") << "\n";
+  if (p.rollout_revision() > 0 && p.rollout_revision() != p.revision()) {
+    std::cout << "rolling out revision " << p.rollout_revision()
+              << " (the desired state moved on since)\n";
+  }
+  if (p.quarantined_revision() > 0) {
+    std::cout << "quarantined: revision " << p.quarantined_revision()
+              << " (loomctl plan clear " << p.quarantined_revision() << ")\n";
+  }
+  if (!p.detail().empty()) std::cout << "detail:    " << p.detail() << "\n";
+  if (p.devices().empty()) {
+    std::cout << "no fabric-wide change pending\n";
+    return;
+  }
+  for (const auto& d : p.devices()) {
+    std::cout << "\n" << d.device() << (d.canary() ? "  [canary]" : "") << "  " << d.state()
+              << "\n";
+    for (const auto& c : d.changes()) std::cout << "  ~ " << c << "\n";
+  }
+}
+
+int CmdPlan(Ctx& ctx, const std::string& cmd, const std::vector<std::string>& args) {
+  grpc::ClientContext c;
+  SetDeadline(&c, ctx);
+  v1::ChangePlan plan;
+  grpc::Status s;
+  auto revision = [&](const std::string& text, uint64_t* out) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno != 0 || v == 0) return false;
+    *out = v;
+    return true;
+  };
+  if (cmd == "plan" && args.empty()) {
+    v1::GetChangePlanResponse resp;
+    s = ctx.fabric->GetChangePlan(&c, {}, &resp);
+    plan = resp.plan();
+  } else if (cmd == "plan" && args.size() == 2 && args[0] == "clear") {
+    v1::ClearChangeQuarantineRequest req;
+    uint64_t rev = 0;
+    if (!revision(args[1], &rev)) {
+      std::cerr << "loomctl: plan clear: REVISION must be a positive number\n";
+      return 2;
+    }
+    req.set_revision(rev);
+    v1::ClearChangeQuarantineResponse resp;
+    s = ctx.fabric->ClearChangeQuarantine(&c, req, &resp);
+    plan = resp.plan();
+  } else if (cmd == "apply" && args.size() == 1) {
+    v1::ApplyChangePlanRequest req;
+    uint64_t rev = 0;
+    if (!revision(args[0], &rev)) {
+      std::cerr << "loomctl: apply: REVISION must be a positive number (see `loomctl plan`)\n";
+      return 2;
+    }
+    req.set_revision(rev);
+    v1::ApplyChangePlanResponse resp;
+    s = ctx.fabric->ApplyChangePlan(&c, req, &resp);
+    plan = resp.plan();
+  } else {
+    std::cerr << "loomctl: usage: loomctl plan | loomctl plan clear REVISION | loomctl apply "
+                 "REVISION\n";
+    return 2;
+  }
+  if (!s.ok()) return Report(s, ctx);
+  if (ctx.json) {
+    std::cout << ToJson(plan);
+  } else {
+    PrintPlan(plan);
+  }
+  return 0;
+}
+
 int CmdLinks(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& flags) {
   if (args.empty()) {
     std::cerr << "loomctl: usage: loomctl links list|get|drain|undrain ...\n";
@@ -659,6 +745,7 @@ int main(int argc, char** argv) {
   if (cmd == "topology") return CmdTopology(ctx, rest);
   if (cmd == "links") return CmdLinks(ctx, rest, flags);
   if (cmd == "devices") return CmdDevices(ctx, rest);
+  if (cmd == "plan" || cmd == "apply") return CmdPlan(ctx, cmd, rest);
   if (cmd == "jobs") return CmdJobs(ctx, rest, flags);
   if (cmd == "watch") return CmdWatch(ctx, rest, flags, /*follow=*/true);
   if (cmd == "events") return CmdWatch(ctx, rest, flags, /*follow=*/false);

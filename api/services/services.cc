@@ -24,6 +24,9 @@ namespace {
 
 // Runs `call(request, done)` on the controller and finishes the unary RPC
 // with the answer. The request is copied because the controller runs later.
+template <typename T>
+using Done = std::function<void(Status, T)>;
+
 template <typename Req, typename Resp, typename Call>
 grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, const Req* req, Resp* resp,
                                 Call call) {
@@ -247,6 +250,44 @@ grpc::ServerUnaryReactor* FabricServiceImpl::ListDevices(grpc::CallbackServerCon
   *resp = options_.list_devices(req->device());
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+grpc::ServerUnaryReactor* FabricServiceImpl::GetChangePlan(grpc::CallbackServerContext* ctx,
+                                                           const v1::GetChangePlanRequest* req,
+                                                           v1::GetChangePlanResponse* resp) {
+  return Unary(ctx, req, resp, [this](auto, Done<v1::GetChangePlanResponse> done) {
+    controller_.GetChangePlan([done = std::move(done)](Status s, v1::ChangePlan plan) {
+      v1::GetChangePlanResponse r;
+      *r.mutable_plan() = std::move(plan);
+      done(s, std::move(r));
+    });
+  });
+}
+
+grpc::ServerUnaryReactor* FabricServiceImpl::ApplyChangePlan(
+    grpc::CallbackServerContext* ctx, const v1::ApplyChangePlanRequest* req,
+    v1::ApplyChangePlanResponse* resp) {
+  return Unary(ctx, req, resp, [this](auto r, Done<v1::ApplyChangePlanResponse> done) {
+    controller_.ApplyChangePlan(r.revision(),
+                                [done = std::move(done)](Status s, v1::ChangePlan plan) {
+                                  v1::ApplyChangePlanResponse out;
+                                  *out.mutable_plan() = std::move(plan);
+                                  done(s, std::move(out));
+                                });
+  });
+}
+
+grpc::ServerUnaryReactor* FabricServiceImpl::ClearChangeQuarantine(
+    grpc::CallbackServerContext* ctx, const v1::ClearChangeQuarantineRequest* req,
+    v1::ClearChangeQuarantineResponse* resp) {
+  return Unary(ctx, req, resp, [this](auto r, Done<v1::ClearChangeQuarantineResponse> done) {
+    controller_.ClearChangeQuarantine(r.revision(),
+                                      [done = std::move(done)](Status s, v1::ChangePlan plan) {
+                                        v1::ClearChangeQuarantineResponse out;
+                                        *out.mutable_plan() = std::move(plan);
+                                        done(s, std::move(out));
+                                      });
+  });
 }
 
 grpc::ServerUnaryReactor* FabricServiceImpl::GetDeviceState(grpc::CallbackServerContext* ctx,

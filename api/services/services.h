@@ -64,6 +64,15 @@ class FabricServiceImpl final : public loom::v1::FabricService::CallbackService 
   grpc::ServerUnaryReactor* GetDeviceState(grpc::CallbackServerContext* ctx,
                                            const loom::v1::GetDeviceStateRequest* req,
                                            loom::v1::GetDeviceStateResponse* resp) override;
+  grpc::ServerUnaryReactor* GetChangePlan(grpc::CallbackServerContext* ctx,
+                                          const loom::v1::GetChangePlanRequest* req,
+                                          loom::v1::GetChangePlanResponse* resp) override;
+  grpc::ServerUnaryReactor* ApplyChangePlan(grpc::CallbackServerContext* ctx,
+                                            const loom::v1::ApplyChangePlanRequest* req,
+                                            loom::v1::ApplyChangePlanResponse* resp) override;
+  grpc::ServerUnaryReactor* ClearChangeQuarantine(
+      grpc::CallbackServerContext* ctx, const loom::v1::ClearChangeQuarantineRequest* req,
+      loom::v1::ClearChangeQuarantineResponse* resp) override;
 
  private:
   loom::controller::Controller& controller_;

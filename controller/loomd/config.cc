@@ -1,5 +1,9 @@
 #include "controller/loomd/config.h"
 
+#include <fnmatch.h>
+
+#include <set>
+
 #include <google/protobuf/util/json_util.h>
 
 #include <cstdlib>
@@ -50,16 +54,21 @@ Flags (override the config file):
   --help                   this text
   --version                print the version
 
-Programming: the inventory's "bgp" and "set" entries (docs/real-fabric.md); the
-config's "changeMode": "shadow" computes and reports but programs nothing.
+Programming: the inventory's "bgp" and "set" entries (docs/real-fabric.md).
+The config's "changeMode": "auto" (default) programs what Loom computes;
+"shadow" computes and reports but programs nothing; "approve" makes fabric-wide
+settings ("fabricSettings": ECN/PFC thresholds, PFC watchdog, DLB; plus DLB
+tuning and ALB tables) wait for `loomctl apply`, then go canary-first with a
+telemetry check and automatic rollback ("changeSafety"; also usable in auto
+mode). `loomctl plan` shows the pending change; job-driven routes apply at once.
 
 Telemetry platform profiles (sonic, eos, junos, nxos, cumulus, openconfig, host,
 loom-fabric) are read from telemetry/profiles ($LOOM_PROFILE_DIR overrides) and
 the config's "profileDirs" (same name = override). `loomctl devices` shows each
 device's connection, encoding and per-signal state.
 
-Signals: SIGHUP reloads the device inventory and profiles from the same command
-line and config file (unchanged devices keep their gNMI streams; a bad
+Signals: SIGHUP reloads the device inventory, profiles and fabric settings from
+the same command line and config file (unchanged devices keep their gNMI streams; a bad
 configuration is refused and logged). SIGINT and SIGTERM shut down cleanly.
 Exit status: 0 clean shutdown,
 1 runtime failure (database, ports), 2 bad command line or configuration.
@@ -193,6 +202,112 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
     return ConfigResult::kError;
   }
   return ConfigResult::kOk;
+}
+
+}  // namespace loom::loomd
+
+namespace loom::loomd {
+
+namespace {
+
+bool CheckThresholds(const loom::v1::QueueThresholds& t, const std::string& where,
+                     std::string* error) {
+  if (t.priority() > 7) {
+    *error = where + ".priority: " + std::to_string(t.priority()) + " is not 0..7";
+    return false;
+  }
+  if (t.ecn_kmax_bytes() < t.ecn_kmin_bytes()) {
+    *error = where + ": ecnKmaxBytes must not be below ecnKminBytes";
+    return false;
+  }
+  if (t.ecn_pmax_percent() > 100) {
+    *error = where + ".ecnPmaxPercent: " + std::to_string(t.ecn_pmax_percent()) + " is over 100";
+    return false;
+  }
+  if (t.pfc_xon_bytes() > t.pfc_xoff_bytes() && t.pfc_xoff_bytes() > 0) {
+    *error = where + ": pfcXonBytes must not be above pfcXoffBytes";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ValidateChangeConfig(const loom::v1::LoomdConfig& config,
+                          const loom::v1::Topology& topology, std::string* error) {
+  const std::string& mode = config.change_mode();
+  if (!mode.empty() && mode != "auto" && mode != "approve" && mode != "shadow") {
+    *error = "changeMode: \"" + mode + "\" is not a mode (auto, approve, shadow)";
+    return false;
+  }
+  std::set<std::string> devices;
+  for (const auto& d : topology.devices()) devices.insert(d.id());
+  const auto& cs = config.change_safety();
+  for (int i = 0; i < cs.canary_size(); ++i) {
+    if (!devices.count(cs.canary(i))) {
+      *error = "changeSafety.canary[" + std::to_string(i) + "]: \"" + cs.canary(i) +
+               "\" is not a device of the topology";
+      return false;
+    }
+  }
+  auto fraction = [&](double v, const char* name) {
+    if (v < 0 || v > 1 || v != v) {
+      *error = std::string("changeSafety.") + name + ": must lie in 0..1";
+      return false;
+    }
+    return true;
+  };
+  if (!fraction(cs.max_pfc_pause_increase(), "maxPfcPauseIncrease") ||
+      !fraction(cs.max_utilization_drop(), "maxUtilizationDrop")) {
+    return false;
+  }
+  if (cs.max_drop_pps_increase() < 0 || cs.max_drop_pps_increase() != cs.max_drop_pps_increase()) {
+    *error = "changeSafety.maxDropPpsIncrease: must not be negative";
+    return false;
+  }
+  if (cs.canary_wait_ms() > 24u * 3600 * 1000) {
+    *error = "changeSafety.canaryWaitMs: more than a day";
+    return false;
+  }
+  for (int i = 0; i < config.fabric_settings_size(); ++i) {
+    const auto& f = config.fabric_settings(i);
+    std::string where = "fabricSettings[" + std::to_string(i) + "]";
+    if (f.role() != loom::v1::DEVICE_ROLE_UNSPECIFIED && f.role() != loom::v1::DEVICE_ROLE_LEAF &&
+        f.role() != loom::v1::DEVICE_ROLE_SPINE && f.role() != loom::v1::DEVICE_ROLE_SUPER_SPINE) {
+      *error = where + ".role: only switches (leaf, spine, super spine) take fabric settings";
+      return false;
+    }
+    bool any = false;
+    for (const auto& d : topology.devices()) {
+      any |= f.name_pattern().empty() || fnmatch(f.name_pattern().c_str(), d.id().c_str(), 0) == 0;
+    }
+    if (!any) {
+      *error = where + ".namePattern: \"" + f.name_pattern() + "\" matches no device";
+      return false;
+    }
+    if (f.has_dlb()) {
+      if (f.dlb().load_thresholds_percent_size() != 0 &&
+          f.dlb().load_thresholds_percent_size() != 7) {
+        *error = where + ".dlb.loadThresholdsPercent: 7 values or none";
+        return false;
+      }
+      if (f.dlb().queue_thresholds_bytes_size() != 0 && f.dlb().queue_thresholds_bytes_size() != 7) {
+        *error = where + ".dlb.queueThresholdsBytes: 7 values or none";
+        return false;
+      }
+      if (f.dlb().load_weight_percent() > 100) {
+        *error = where + ".dlb.loadWeightPercent: over 100";
+        return false;
+      }
+    }
+    for (int j = 0; j < f.thresholds_size(); ++j) {
+      if (!CheckThresholds(f.thresholds(j), where + ".thresholds[" + std::to_string(j) + "]",
+                           error)) {
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace loom::loomd

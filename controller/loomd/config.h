@@ -16,6 +16,11 @@ enum class ConfigResult { kOk, kHelp, kVersion, kError };
 // Fills `config` from argv. On kError `error` says what is wrong.
 ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, std::string* error);
 
+// changeMode, changeSafety and fabricSettings against the topology; false
+// with `error` naming the field.
+bool ValidateChangeConfig(const loom::v1::LoomdConfig& config, const loom::v1::Topology& topology,
+                          std::string* error);
+
 // Splits "host:port" (or "[v6]:port"); false when malformed.
 bool SplitHostPort(const std::string& address, std::string* host, int* port);
 

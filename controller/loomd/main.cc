@@ -177,13 +177,29 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (config.change_mode() == "shadow") {
-    copts.reconciler.shadow = true;
-  } else if (!config.change_mode().empty() && config.change_mode() != "auto") {
-    std::cerr << "loomd: change_mode: \"" << config.change_mode()
-              << "\" is not a mode (auto, shadow; approve is not built yet)\n";
+  if (std::string err; !loom::loomd::ValidateChangeConfig(config, index->topology(), &err)) {
+    std::cerr << "loomd: " << err << "\n";
     return 2;
   }
+  copts.change_mode = config.change_mode().empty() ? "auto" : config.change_mode();
+  copts.reconciler.shadow = copts.change_mode == "shadow";
+  {
+    const auto& cs = config.change_safety();
+    auto& o = copts.change_safety;
+    o.enabled = copts.change_mode == "approve" ||
+                (copts.change_mode == "auto" && config.has_change_safety());
+    o.approve = copts.change_mode == "approve";
+    o.canary.assign(cs.canary().begin(), cs.canary().end());
+    if (cs.canary_count() > 0) o.canary_count = cs.canary_count();
+    if (cs.canary_wait_ms() > 0) o.canary_wait_ns = cs.canary_wait_ms() * loom::kNsPerMs;
+    o.canary_apply_timeout_ns = std::max(o.canary_apply_timeout_ns, o.canary_wait_ns);
+    o.max_devices_per_minute = cs.max_devices_per_minute();
+    if (cs.max_pfc_pause_increase() > 0) o.max_pfc_pause_increase = cs.max_pfc_pause_increase();
+    if (cs.max_drop_pps_increase() > 0) o.max_drop_pps_increase = cs.max_drop_pps_increase();
+    if (cs.max_utilization_drop() > 0) o.max_utilization_drop = cs.max_utilization_drop();
+    o.route_churn_per_minute = copts.change_mode == "shadow" ? 0 : cs.route_churn_per_minute();
+  }
+  copts.fabric_settings.assign(config.fabric_settings().begin(), config.fabric_settings().end());
   copts.lldp_exclude_unverified = config.lldp().exclude_unverified();
   copts.lldp_check_host_links = config.lldp().check_host_links();
   // Telemetry platform profiles: the shipped ones, then the user's.
@@ -699,6 +715,15 @@ int main(int argc, char** argv) {
     if (!config.fabric_ready_file().empty() && fresh.telemetry_address().empty()) {
       fresh.set_telemetry_address(config.telemetry_address());
     }
+    if (!loom::loomd::ValidateChangeConfig(fresh, index->topology(), &err)) {
+      LOG_ERROR("reload refused: configuration").With("error", err);
+      continue;
+    }
+    if (fresh.change_mode() != config.change_mode() ||
+        !google::protobuf::util::MessageDifferencer::Equals(fresh.change_safety(),
+                                                            config.change_safety())) {
+      LOG_WARN("reload: changeMode / changeSafety changed; they take effect when loomd restarts");
+    }
     if (!load_profiles(fresh, &fresh_profiles, &err) ||
         !loom::loomd::ResolveInventory(fresh, index->topology(), fresh_profiles, inv.get(), &err) ||
         !loom::loomd::BuildTelemetryTargets(*inv, index->topology(), fresh_profiles, interval,
@@ -748,6 +773,8 @@ int main(int argc, char** argv) {
       }
       inventory = inv;
     }
+    controller.SetFabricSettings(
+        {fresh.fabric_settings().begin(), fresh.fabric_settings().end()});
     if (!had_targets && !snapshots.joinable()) snapshots = std::thread(snapshot_loop);
     LOG_INFO("configuration reloaded (SIGHUP)")
         .With("devices_with_telemetry", static_cast<uint64_t>(collector.Health().size()));
