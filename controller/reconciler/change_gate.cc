@@ -599,9 +599,11 @@ v1::ChangePlan ChangeGate::Plan() const {
     std::vector<std::string> canary = CanaryOf(changed_);
     for (const auto& dev : changed_) {
       auto it = accepted_.find(dev);
-      add(dev, it == accepted_.end() ? Empty(dev) : it->second, candidate_.at(dev),
-          std::find(canary.begin(), canary.end(), dev) != canary.end(),
-          quarantined ? "rolled back" : "pending");
+      bool is_canary = std::find(canary.begin(), canary.end(), dev) != canary.end();
+      add(dev, it == accepted_.end() ? Empty(dev) : it->second, candidate_.at(dev), is_canary,
+          !quarantined ? "pending"
+          : is_canary  ? "rolled back"
+                       : "not given");
     }
   }
   p.set_detail(quarantine_ ? "revision " + std::to_string(quarantine_->revision) +

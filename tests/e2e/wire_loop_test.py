@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,121 @@ class WireLoopTest(unittest.TestCase):
         self.assertIn("routes", sync.get("wouldChange", []), sync)
         self.assertEqual(state.get("applied", {}).get("routes", []), [], state.get("applied"))
         self.assertTrue(state["desired"].get("routes"), state["desired"])
+
+    def test_approve_mode_plan_apply_canary_and_rollback(self):
+        # change_mode approve against loom-fabric over the wire (gNMI Set for
+        # the thresholds, gNMI telemetry for the canary check) with a 4:1
+        # incast running: fabric-wide ECN/PFC settings wait for `loomctl
+        # apply`; a stale plan is refused; a good change passes the canary
+        # (leaf1, the incast's egress leaf) and reaches leaf0; a bad one
+        # (ECN off, PFC xoff 20 KB) makes leaf1 pause its spines, is rolled
+        # back there and quarantined, and leaf0 never runs it.
+        d = tempfile.mkdtemp(prefix="loom-change-")
+        procs = []
+        try:
+            fabric = start_process([ARGS.fabric, ARGS.incast_scenario,
+                                    "--gnmi-listen", "127.0.0.1:0", "--bgp-listen", "127.0.0.1:0",
+                                    "--ready-file", os.path.join(d, "fabric.json")],
+                                   os.path.join(d, "fabric.log"))
+            procs.append(fabric)
+            wait_file(os.path.join(d, "fabric.json"), fabric)
+            config = os.path.join(d, "config.json")
+
+            def write_config(kmin, kmax, xoff):
+                with open(config, "w") as f:
+                    json.dump({"changeMode": "approve",
+                               "changeSafety": {"canary": ["leaf1"], "canaryWaitMs": 3000},
+                               "adaptive": {"disableDlbTuning": True, "disableAlb": True},
+                               "fabricSettings": [{
+                                   "role": "DEVICE_ROLE_LEAF",
+                                   "thresholds": [{"priority": 3, "ecnKminBytes": str(kmin),
+                                                   "ecnKmaxBytes": str(kmax),
+                                                   "ecnPmaxPercent": 20,
+                                                   "pfcXoffBytes": str(xoff),
+                                                   "pfcXonBytes": str(xoff // 2)}]}]}, f)
+
+            write_config(400000, 1600000, 4000000)
+            loomd = start_process([ARGS.loomd, "--topology", ARGS.topology, "--config", config,
+                                   "--fabric-ready-file", os.path.join(d, "fabric.json"),
+                                   "--db", os.path.join(d, "l.db"),
+                                   "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                                   "--ready-file", os.path.join(d, "loomd.json")],
+                                  os.path.join(d, "loomd.log"))
+            procs.append(loomd)
+            port = wait_file(os.path.join(d, "loomd.json"), loomd)["grpc_port"]
+            ctl = [ARGS.loomctl, "--server", "127.0.0.1:%d" % port]
+
+            def run(*args):
+                return subprocess.run(ctl + list(args), capture_output=True, text=True, timeout=20)
+
+            def plan():
+                r = run("--json", "plan")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                return json.loads(r.stdout)
+
+            def kmin_on(device):
+                r = run("--json", "device", device)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                th = json.loads(r.stdout).get("applied", {}).get("thresholds", [])
+                return int(th[0].get("ecnKminBytes", 0)) if th else 0
+
+            def wait_state(state, timeout=40):
+                p, deadline = {}, time.monotonic() + timeout
+                while time.monotonic() < deadline:
+                    p = plan()
+                    if p.get("state") == state:
+                        return p
+                    time.sleep(0.3)
+                self.fail("plan never reached %s: %s" % (state, p))
+
+            first = wait_state("CHANGE_STATE_AWAITING_APPROVAL")
+            self.assertEqual([x["device"] for x in first["devices"]], ["leaf0", "leaf1"], first)
+            self.assertIn("thresholds[* priority 3]: set", first["devices"][0]["changes"][0])
+            print(run("plan").stdout)
+            time.sleep(1)
+            self.assertEqual(kmin_on("leaf0"), 0, "approve mode: nothing before `loomctl apply`")
+
+            # The operator reviewed revision N; the desired state then moved on.
+            write_config(300000, 1600000, 4000000)
+            loomd.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 20
+            while plan()["revision"] == first["revision"] and time.monotonic() < deadline:
+                time.sleep(0.2)
+            stale = run("apply", first["revision"])
+            self.assertEqual(stale.returncode, 1, stale.stdout + stale.stderr)
+            self.assertIn("stale plan", stale.stderr)
+            good = plan()
+            ok = run("apply", good["revision"])
+            self.assertEqual(ok.returncode, 0, ok.stderr)
+            self.assertIn("[canary]", ok.stdout)
+            wait_state("CHANGE_STATE_IN_SYNC")
+            self.assertEqual(kmin_on("leaf0"), 300000)
+            self.assertEqual(kmin_on("leaf1"), 300000)
+
+            # A bad change: the canary degrades and it is rolled back.
+            write_config(40000000, 60000000, 20000)
+            loomd.send_signal(signal.SIGHUP)
+            bad = wait_state("CHANGE_STATE_AWAITING_APPROVAL")
+            r = run("apply", bad["revision"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            q = wait_state("CHANGE_STATE_QUARANTINED", timeout=60)
+            text = run("plan").stdout
+            print(text)
+            self.assertEqual(q["quarantinedRevision"], bad["revision"])
+            self.assertRegex(q["detail"], "PFC pause fraction|utilization")
+            self.assertEqual(kmin_on("leaf1"), 300000, "the canary runs the good settings again")
+            self.assertEqual(kmin_on("leaf0"), 300000, "leaf0 never got the bad change")
+            again = run("apply", bad["revision"])
+            self.assertEqual(again.returncode, 1)
+            self.assertIn("quarantined", again.stderr)
+            events = run("events", "--subject", "change/%s" % bad["revision"]).stdout
+            self.assertIn("rolled back on leaf1", events)
+            cleared = run("plan", "clear", bad["revision"])
+            self.assertEqual(cleared.returncode, 0, cleared.stderr)
+            self.assertEqual(plan()["state"], "CHANGE_STATE_AWAITING_APPROVAL")
+        finally:
+            stop_processes(self, procs)
+            shutil.rmtree(d, ignore_errors=True)
 
     def run_loop(self, policy, shadow=False):
         d = tempfile.mkdtemp(prefix="loom-wire-")
@@ -123,7 +239,8 @@ class WireLoopTest(unittest.TestCase):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    for a in ("--loomd", "--loomctl", "--fabric", "--scenario", "--topology"):
+    for a in ("--loomd", "--loomctl", "--fabric", "--scenario", "--incast-scenario",
+              "--topology"):
         parser.add_argument(a, required=True)
     ARGS, rest = parser.parse_known_args()
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
