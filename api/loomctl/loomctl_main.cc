@@ -379,8 +379,8 @@ void PrintPlan(const v1::ChangePlan& p) {
               << " (the desired state moved on since)\n";
   }
   if (p.quarantined_revision() > 0) {
-    std::cout << "quarantined: revision " << p.quarantined_revision()
-              << " (loomctl plan clear " << p.quarantined_revision() << ")\n";
+    std::cout << "quarantined: revision " << p.quarantined_revision() << " (loomctl plan clear "
+              << p.quarantined_revision() << ")\n";
   }
   if (!p.detail().empty()) std::cout << "detail:    " << p.detail() << "\n";
   if (p.devices().empty()) {
@@ -388,8 +388,8 @@ void PrintPlan(const v1::ChangePlan& p) {
     return;
   }
   for (const auto& d : p.devices()) {
-    std::cout << "\n" << d.device() << (d.canary() ? "  [canary]" : "") << "  " << d.state()
-              << "\n";
+    std::cout << "\n"
+              << d.device() << (d.canary() ? "  [canary]" : "") << "  " << d.state() << "\n";
     for (const auto& c : d.changes()) std::cout << "  ~ " << c << "\n";
   }
 }

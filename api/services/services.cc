@@ -264,9 +264,9 @@ grpc::ServerUnaryReactor* FabricServiceImpl::GetChangePlan(grpc::CallbackServerC
   });
 }
 
-grpc::ServerUnaryReactor* FabricServiceImpl::ApplyChangePlan(
-    grpc::CallbackServerContext* ctx, const v1::ApplyChangePlanRequest* req,
-    v1::ApplyChangePlanResponse* resp) {
+grpc::ServerUnaryReactor* FabricServiceImpl::ApplyChangePlan(grpc::CallbackServerContext* ctx,
+                                                             const v1::ApplyChangePlanRequest* req,
+                                                             v1::ApplyChangePlanResponse* resp) {
   return Unary(ctx, req, resp, [this](auto r, Done<v1::ApplyChangePlanResponse> done) {
     controller_.ApplyChangePlan(r.revision(),
                                 [done = std::move(done)](Status s, v1::ChangePlan plan) {

@@ -1,13 +1,11 @@
 #include "controller/loomd/config.h"
 
 #include <fnmatch.h>
-
-#include <set>
-
 #include <google/protobuf/util/json_util.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "common/flags.h"
@@ -233,8 +231,8 @@ bool CheckThresholds(const loom::v1::QueueThresholds& t, const std::string& wher
 
 }  // namespace
 
-bool ValidateChangeConfig(const loom::v1::LoomdConfig& config,
-                          const loom::v1::Topology& topology, std::string* error) {
+bool ValidateChangeConfig(const loom::v1::LoomdConfig& config, const loom::v1::Topology& topology,
+                          std::string* error) {
   const std::string& mode = config.change_mode();
   if (!mode.empty() && mode != "auto" && mode != "approve" && mode != "shadow") {
     *error = "changeMode: \"" + mode + "\" is not a mode (auto, approve, shadow)";
@@ -291,7 +289,8 @@ bool ValidateChangeConfig(const loom::v1::LoomdConfig& config,
         *error = where + ".dlb.loadThresholdsPercent: 7 values or none";
         return false;
       }
-      if (f.dlb().queue_thresholds_bytes_size() != 0 && f.dlb().queue_thresholds_bytes_size() != 7) {
+      if (f.dlb().queue_thresholds_bytes_size() != 0 &&
+          f.dlb().queue_thresholds_bytes_size() != 7) {
         *error = where + ".dlb.queueThresholdsBytes: 7 values or none";
         return false;
       }

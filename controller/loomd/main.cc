@@ -773,8 +773,7 @@ int main(int argc, char** argv) {
       }
       inventory = inv;
     }
-    controller.SetFabricSettings(
-        {fresh.fabric_settings().begin(), fresh.fabric_settings().end()});
+    controller.SetFabricSettings({fresh.fabric_settings().begin(), fresh.fabric_settings().end()});
     if (!had_targets && !snapshots.joinable()) snapshots = std::thread(snapshot_loop);
     LOG_INFO("configuration reloaded (SIGHUP)")
         .With("devices_with_telemetry", static_cast<uint64_t>(collector.Health().size()));

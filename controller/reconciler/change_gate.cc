@@ -1,11 +1,11 @@
 #include "controller/reconciler/change_gate.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
-
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "southbound/wire/device_state_util.h"
 
@@ -126,8 +126,8 @@ std::vector<std::string> DiffFabricWide(const v1::DeviceState& before,
     int moved = 0;
     for (int i = 0; i < a.size(); ++i) moved += a[i] != b[i];
     if (moved > 0) {
-      out.push_back("alb[" + g + "]: " + std::to_string(moved) + " of " +
-                    std::to_string(b.size()) + " bucket(s) move");
+      out.push_back("alb[" + g + "]: " + std::to_string(moved) + " of " + std::to_string(b.size()) +
+                    " bucket(s) move");
     }
   }
   for (const auto& [g, t] : alb_before) {
@@ -226,7 +226,8 @@ void ChangeGate::Replan() {
   if (quarantine_ && quarantine_->key != plan_key_) {
     uint64_t rev = quarantine_->revision;
     quarantine_.reset();
-    Note(false, "the inputs of the rolled-back change (revision " + std::to_string(rev) + ") changed",
+    Note(false,
+         "the inputs of the rolled-back change (revision " + std::to_string(rev) + ") changed",
          "quarantine lifted", changed_.empty() ? "no change pending" : "a new plan follows", rev);
   }
 }
@@ -305,8 +306,8 @@ bool ChangeGate::TakeDeviceToken() {
   if (options_.max_devices_per_minute == 0) return true;
   double cap = options_.max_devices_per_minute;
   TimeNs now = clock_.Now();
-  device_tokens_ = std::min(
-      cap, device_tokens_ + static_cast<double>(now - device_tokens_at_) * cap / (60.0 * kNsPerSec));
+  device_tokens_ = std::min(cap, device_tokens_ + static_cast<double>(now - device_tokens_at_) *
+                                                      cap / (60.0 * kNsPerSec));
   device_tokens_at_ = now;
   if (device_tokens_ >= 1) {
     device_tokens_ -= 1;
@@ -452,8 +453,8 @@ void ChangeGate::Finish() {
     accepted_changes_.insert(dev);
   }
   Note(false, "fabric-wide change rolled out",
-       std::to_string(r.given.size()) + " device(s) run revision " + std::to_string(r.revision),
-       "", r.revision);
+       std::to_string(r.given.size()) + " device(s) run revision " + std::to_string(r.revision), "",
+       r.revision);
 }
 
 void ChangeGate::LimitRoutes(const std::string& device, v1::DeviceState* out) {
@@ -463,8 +464,8 @@ void ChangeGate::LimitRoutes(const std::string& device, v1::DeviceState* out) {
   if (given_it == routes_given_.end()) {
     // First release: programming a device from scratch is not churn.
     routes_given_[device] = std::move(want);
-    route_budget_[device] = RouteBudget{static_cast<double>(options_.route_churn_per_minute),
-                                        clock_.Now(), false};
+    route_budget_[device] =
+        RouteBudget{static_cast<double>(options_.route_churn_per_minute), clock_.Now(), false};
     return;
   }
   auto& given = given_it->second;
@@ -592,10 +593,10 @@ v1::ChangePlan ChangeGate::Plan() const {
     }
   } else {
     bool quarantined = quarantine_ && quarantine_->key == plan_key_ && !changed_.empty();
-    p.set_state(quarantined          ? v1::CHANGE_STATE_QUARANTINED
-                : changed_.empty()   ? v1::CHANGE_STATE_IN_SYNC
-                : options_.approve   ? v1::CHANGE_STATE_AWAITING_APPROVAL
-                                     : v1::CHANGE_STATE_CANARY);
+    p.set_state(quarantined        ? v1::CHANGE_STATE_QUARANTINED
+                : changed_.empty() ? v1::CHANGE_STATE_IN_SYNC
+                : options_.approve ? v1::CHANGE_STATE_AWAITING_APPROVAL
+                                   : v1::CHANGE_STATE_CANARY);
     std::vector<std::string> canary = CanaryOf(changed_);
     for (const auto& dev : changed_) {
       auto it = accepted_.find(dev);

@@ -141,6 +141,8 @@ struct AdapterSetDriver::Device {
   // Worker thread only.
   v1::DeviceState applied;                  // Last successfully applied (with generation).
   std::optional<v1::DeviceState> baseline;  // Read-back of `applied`; unset = unknown.
+  // The last request the device accepted (its writes only), for stale deletes.
+  std::shared_ptr<const ::gnmi::SetRequest> last_request;
   bool busy = false;
   std::deque<Op> queue;
 };
@@ -354,12 +356,25 @@ void AdapterSetDriver::RunApply(Device& d, std::shared_ptr<Op> op) {
     done(std::move(r));
     StartNext(d);
   };
+  // Rows an earlier Set wrote that Loom no longer wants are deleted.
+  if (d.last_request) {
+    int stale = AddStaleDeletes(*d.last_request, &out.request);
+    if (stale > 0) {
+      LOG_INFO("gnmi set: deleting entries Loom no longer wants")
+          .With("device", d.config.device)
+          .With("deletes", static_cast<uint64_t>(stale));
+    }
+  }
   if (IsEmptySet(out.request)) {  // Nothing the platform can express: the device is untouched.
     finish(Status::Ok());
     return;
   }
-  CallSet(d, std::move(out.request), [this, &d, finish](Status s) {
+  auto sent = std::make_shared<::gnmi::SetRequest>(out.request);
+  // What this request's deletes removed is gone: only its writes can go stale.
+  sent->clear_delete_();
+  CallSet(d, std::move(out.request), [this, &d, finish, sent](Status s) {
     d.baseline.reset();
+    if (s.ok()) d.last_request = sent;
     if (!s.ok() || !d.adapter->capabilities().read_back) {
       finish(s);
       return;

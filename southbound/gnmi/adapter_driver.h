@@ -33,10 +33,14 @@
 // - otherwise ("openconfig"): the last applied state, Status OK (no drift
 //   detection: the driver cannot see the device's configuration).
 //
-// Limitations: SONiC / OpenConfig adapters replace rows but do not delete
-// rows from an earlier Set that the desired state no longer has (a removed
-// route stays on the device although `applied` no longer lists it); the
-// loom adapter deletes each part's container first, so it does.
+// Stale entries: each accepted request is remembered per device; the next
+// one also deletes what it wrote and the new desired state no longer has
+// (set_adapter.h AddStaleDeletes: Loom's replaced rows whole, fields an
+// update wrote into rows Loom does not own leaf by leaf). After a loomd
+// restart the first Set cannot know what an earlier process wrote: rows of
+// the old process that the new desired state lacks stay until they are
+// deleted by hand (the loom adapter deletes each part's container first, so
+// it has no such leftovers).
 //
 // Trigger: Apply()/Read() from the controller strand. Thread: both return at
 // once; the work runs on the driver's own worker thread (RPC completions are

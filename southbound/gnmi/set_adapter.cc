@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/json.h"
 #include "common/text.h"
 #include "southbound/gnmi/adapter_util.h"
 
@@ -52,6 +53,74 @@ std::string PathString(const ::gnmi::Path& prefix, const ::gnmi::Path& path) {
   add(path);
   if (out.empty() || out.back() == ':') out += "/";
   return out;
+}
+
+namespace {
+
+// Top-level member names of an update's JSON object value (module prefixes
+// dropped: they are not part of gNMI path element names).
+std::vector<std::string> UpdateMembers(const ::gnmi::Update& u) {
+  std::vector<std::string> out;
+  const std::string& text =
+      !u.val().json_ietf_val().empty() ? u.val().json_ietf_val() : u.val().json_val();
+  loom::JsonValue v;
+  std::string err;
+  if (text.empty() || !loom::ParseJson(text, &v, &err) ||
+      v.kind != loom::JsonValue::Kind::kObject) {
+    return out;
+  }
+  for (const auto& m : v.members) {
+    auto colon = m.name.find(':');
+    out.push_back(colon == std::string::npos ? m.name : m.name.substr(colon + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+int AddStaleDeletes(const ::gnmi::SetRequest& previous, ::gnmi::SetRequest* next) {
+  bool next_empty =
+      next->delete__size() == 0 && next->replace_size() == 0 && next->update_size() == 0;
+  if (next_empty) {
+    *next->mutable_prefix() = previous.prefix();
+  } else if (previous.prefix().SerializeAsString() != next->prefix().SerializeAsString()) {
+    return 0;
+  }
+  const ::gnmi::Path& prefix = next->prefix();
+  std::set<std::string> written, deleted;
+  std::map<std::string, std::set<std::string>> members;  // updated path -> members written
+  for (const auto& u : next->replace()) written.insert(PathString(prefix, u.path()));
+  for (const auto& u : next->update()) {
+    std::string key = PathString(prefix, u.path());
+    written.insert(key);
+    for (auto& m : UpdateMembers(u)) members[key].insert(std::move(m));
+  }
+  for (const auto& p : next->delete_()) deleted.insert(PathString(prefix, p));
+  int added = 0;
+  auto add_delete = [&](const ::gnmi::Path& path) {
+    std::string key = PathString(prefix, path);
+    if (!deleted.insert(key).second) return;
+    *next->add_delete_() = path;
+    ++added;
+  };
+  for (const auto& u : previous.replace()) {
+    if (!written.count(PathString(prefix, u.path()))) add_delete(u.path());
+  }
+  for (const auto& u : previous.update()) {
+    std::string key = PathString(prefix, u.path());
+    const auto it = members.find(key);
+    std::set<std::string> keys;  // list keys on the path ("config/name" mirrors queue[name=3])
+    for (const auto& e : u.path().elem()) {
+      for (const auto& [k, v] : e.key()) keys.insert(k);
+    }
+    for (const auto& m : UpdateMembers(u)) {
+      if (keys.count(m) || (it != members.end() && it->second.count(m))) continue;
+      ::gnmi::Path leaf = u.path();
+      leaf.add_elem()->set_name(m);
+      add_delete(leaf);
+    }
+  }
+  return added;
 }
 
 namespace {

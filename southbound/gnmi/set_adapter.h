@@ -174,6 +174,16 @@ std::unique_ptr<SetAdapter> MakeOpenConfigAdapter();
 // sends nothing and has no adapter).
 std::unique_ptr<SetAdapter> MakeSetAdapter(std::string_view name);
 
+// Deletes what `previous` (the last SetRequest the device accepted from the
+// same adapter and context) programmed and `next` no longer does, added to
+// `next`: an entry `previous` replaced (Loom's own row or container) and
+// `next` neither replaces nor updates is deleted whole; a member an update
+// wrote into an entry Loom does not own (a QUEUE row's wred_profile, an
+// OpenConfig queue's profile binding) that `next` no longer writes is
+// deleted leaf by leaf. Returns the number of deletes added. Requests with
+// different prefixes are not compared (0).
+int AddStaleDeletes(const ::gnmi::SetRequest& previous, ::gnmi::SetRequest* next);
+
 // Human-readable preview: every block with its mark, source and the JSON of
 // its operations, then what is not expressed. Deterministic.
 std::string FormatPreview(const SetAdapter& adapter, const AdapterOutput& out);

@@ -39,7 +39,8 @@ class Harness {
               if (failing.count(device)) *error = "Set rejected";
               return !failing.count(device) && programmed[device];
             }) {
-    gate.SetNoteCallback([this](const GateNote& n) { notes.push_back(n.cause + " | " + n.action); });
+    gate.SetNoteCallback(
+        [this](const GateNote& n) { notes.push_back(n.cause + " | " + n.action); });
   }
 
   // The reconciler's part: whatever was released is programmed.

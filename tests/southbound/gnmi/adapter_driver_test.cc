@@ -347,6 +347,49 @@ TEST_F(AdapterDriverTest, SonicApplySendsTheAdapterRequestAndReportsAlbAsUnimple
   EXPECT_EQ(r.applied.generation(), 0u);  // Not everything applied.
 }
 
+TEST_F(AdapterDriverTest, RowsLoomNoLongerWantsAreDeletedOnTheNextSet) {
+  AdapterSetDriver driver(Config(server_.address(), "sonic"));
+  ASSERT_TRUE(driver.Start().ok());
+  v1::DeviceState first = Leaf(1);
+  auto* r2 = first.add_routes();
+  r2->set_destination("nic-10");
+  r2->set_prefix("198.18.0.10/32");
+  r2->set_color(101);
+  ASSERT_TRUE(ApplySync(driver, first).result.ok());
+  // The second desired state drops nic-10's route and the ECN thresholds.
+  v1::DeviceState second = Leaf(2);
+  second.clear_thresholds();
+  ASSERT_TRUE(ApplySync(driver, second).result.ok());
+
+  auto sets = server_.sets();
+  ASSERT_EQ(sets.size(), 2u);
+  EXPECT_EQ(sets[0].delete__size(), 0);
+  std::set<std::string> deleted;
+  for (const auto& p : sets[1].delete_()) deleted.insert(PathString(sets[1].prefix(), p));
+  std::set<std::string> replaced_before;
+  for (const auto& u : sets[0].replace()) {
+    replaced_before.insert(PathString(sets[0].prefix(), u.path()));
+  }
+  // nic-10's STATIC_ROUTE row and Loom's WRED profile go; nic-9's route stays.
+  int routes_deleted = 0, wred_deleted = 0;
+  for (const auto& d : deleted) {
+    EXPECT_TRUE(d.find("STATIC_ROUTE") == std::string::npos ||
+                d.find("198.18.0.10") != std::string::npos)
+        << d;
+    routes_deleted += d.find("STATIC_ROUTE") != std::string::npos;
+    wred_deleted += d.find("WRED_PROFILE") != std::string::npos;
+    // Whole rows only where Loom replaced them; elsewhere single fields.
+    if (!replaced_before.count(d)) {
+      EXPECT_NE(d.find("QUEUE"), std::string::npos) << "a field of a row Loom does not own: " << d;
+    }
+  }
+  EXPECT_EQ(routes_deleted, 1) << sets[1].DebugString();
+  EXPECT_EQ(wred_deleted, 1) << sets[1].DebugString();
+  // A third identical Set deletes nothing more.
+  ASSERT_TRUE(ApplySync(driver, Leaf(3)).result.ok());
+  EXPECT_EQ(server_.sets().back().delete__size(), 0) << server_.sets().back().DebugString();
+}
+
 TEST_F(AdapterDriverTest, QpSplitRouteIsAFailureNamingTheRouteAndNotApplied) {
   AdapterSetDriver driver(Config(server_.address(), "sonic"));
   ASSERT_TRUE(driver.Start().ok());
@@ -400,21 +443,23 @@ TEST_F(AdapterDriverTest, TargetRejectionIsADeviceFailureAndKeepsTheLastAppliedS
 TEST_F(AdapterDriverTest, DoneRunsOnTheDriverThreadAlsoWhenNothingIsSent) {
   AdapterSetDriver driver(Config(server_.address(), "sonic"));
   ASSERT_TRUE(driver.Start().ok());
-  Applied sent = ApplySync(driver, Leaf(1));
-  EXPECT_NE(sent.thread, std::this_thread::get_id());
-
-  // Only ALB tables: SONiC cannot express any of it, the request is empty.
+  // Only ALB tables: SONiC cannot express any of it, and nothing was sent
+  // before (so nothing is stale): the request is empty.
   v1::DeviceState alb_only;
   alb_only.set_device("leaf-0");
-  alb_only.set_generation(2);
+  alb_only.set_generation(1);
   alb_only.add_alb_tables()->set_group("leaf-1");
   Applied none = ApplySync(driver, alb_only);
   EXPECT_NE(none.thread, std::this_thread::get_id());
-  EXPECT_EQ(server_.sets().size(), 1u);
+  EXPECT_EQ(server_.sets().size(), 0u);
   ASSERT_EQ(none.result.failures.size(), 1u) << Failures(none.result);
   EXPECT_EQ(none.result.failures[0].part, "alb_tables");
   EXPECT_EQ(none.result.applied.alb_tables_size(), 0);
-  EXPECT_EQ(none.result.applied.generation(), 1u);
+  EXPECT_EQ(none.result.applied.generation(), 0u);
+
+  Applied sent = ApplySync(driver, Leaf(2));
+  EXPECT_NE(sent.thread, std::this_thread::get_id());
+  EXPECT_EQ(server_.sets().size(), 1u);
 }
 
 TEST_F(AdapterDriverTest, SonicReadReportsDriftOnlyInWhatTheDeviceCanShow) {
