@@ -505,6 +505,7 @@ void AdaptiveEngine::RunAlb(const LinkSnapshot& snap, const loom::te::FabricGrap
   }
   for (const auto& [key, count] : groups) {
     const auto& [device, group] = key;
+    if (!loom::te::LimitsOf(limits_, device).alb) continue;  // its southbound cannot program ALB
     ad::AlbInput in;
     in.group = device + "/" + group;
     in.scan = alb_scan_;
@@ -565,6 +566,8 @@ void AdaptiveEngine::RunDlb(const LinkSnapshot& snap,
                             const std::map<std::string, std::vector<LeafJob>>& leaf_jobs,
                             BalanceOutcome* out) {
   for (const auto& [leaf, jobs] : leaf_jobs) {
+    const loom::te::DeviceLimits& lim = loom::te::LimitsOf(limits_, leaf);
+    if (!lim.dlb) continue;  // its southbound cannot program DLB
     ad::DlbLeafInput in;
     in.leaf = leaf;
     // Path delay skew: queueing delay difference between the leaf's uplinks.
@@ -596,6 +599,7 @@ void AdaptiveEngine::RunDlb(const LinkSnapshot& snap,
       in.jobs.push_back(std::move(t));
     }
     auto d = ad::TuneDlb(in, options_.dlb_params);
+    if (!lim.spray) d.spray_jobs.clear();
     std::vector<v1::SprayRule> spray;
     for (const auto& id : d.spray_jobs) {
       for (const auto& j : jobs) {
@@ -659,6 +663,7 @@ void AdaptiveEngine::RunDlb(const LinkSnapshot& snap,
 
 void AdaptiveEngine::Decorate(std::map<std::string, v1::DeviceState>* desired) const {
   for (const auto& [dev, sets] : weights_) {
+    if (!loom::te::LimitsOf(limits_, dev).glb_weights) continue;
     auto& st = (*desired)[dev];
     st.set_device(dev);
     for (const auto& w : sets) *st.add_weights() = w;

@@ -45,6 +45,7 @@
 #include "controller/adaptive/dlb_tuning.h"
 #include "controller/adaptive/glb.h"
 #include "controller/adaptive/remediation.h"
+#include "controller/te/device_limits.h"
 #include "controller/te/path_engine.h"
 #include "loom/v1/device_state.pb.h"
 #include "loom/v1/event.pb.h"
@@ -128,6 +129,10 @@ class AdaptiveEngine {
                          const loom::te::FabricGraph& graph,
                          const std::map<std::string, std::vector<LeafJob>>& leaf_jobs);
 
+  // What each switch's southbound can program: ALB, DLB tuning, spraying and
+  // GLB weights are computed only where they can be carried.
+  void SetDeviceLimits(loom::te::DeviceLimitsMap limits) { limits_ = std::move(limits); }
+
   // Links remediation keeps out of placement (not oper-down ones).
   const std::set<std::string>& removed_links() const { return removed_; }
   // Why a link is out of placement ("" when it is not).
@@ -148,6 +153,7 @@ class AdaptiveEngine {
   const AdaptiveOptions& options() const { return options_; }
 
  private:
+  loom::te::DeviceLimitsMap limits_;
   struct Removal {
     std::string cause;
     bool by_capacity = false;  // Capacity loss: returns when the capacity does.

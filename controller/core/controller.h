@@ -103,6 +103,12 @@ class Controller {
 
   // Adds a southbound driver (before Start). Drivers are tried in order.
   void AddDriver(loom::southbound::Driver* driver) { reconciler_.AddDriver(driver); }
+  // What each switch's southbound can program (before Start): placement and
+  // the adaptive engine never ask a device for what it cannot do.
+  void SetDeviceLimits(const loom::te::DeviceLimitsMap& limits) {
+    placement_.SetDeviceLimits(limits);
+    adaptive_.SetDeviceLimits(limits);
+  }
   // Periodic work on the strand: pushes changed desired state to the
   // reconciler and lets it apply, retry and check drift. Production calls it
   // from a timer; closed-loop tests call it after advancing virtual time.

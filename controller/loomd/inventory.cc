@@ -524,3 +524,42 @@ v1::ListDevicesResponse DeviceStatuses(const Inventory& inventory, const v1::Top
 }
 
 }  // namespace loom::loomd
+
+namespace loom::loomd {
+
+loom::te::DeviceLimitsMap DeviceLimitsOf(const Southbound& sb) {
+  loom::te::DeviceLimitsMap out;
+  std::set<std::string> bgp;
+  for (const auto& p : sb.bgp_sessions) bgp.insert(p.device);
+  std::set<std::string> with_set;
+  auto from_adapter = [&](const std::string& device, const std::string& adapter_name) {
+    with_set.insert(device);
+    auto adapter = southbound::gnmi::MakeSetAdapter(adapter_name);
+    if (!adapter) return;
+    const auto& caps = adapter->capabilities();
+    loom::te::DeviceLimits l;
+    l.qp_split_routes = caps.qp_split_routes;
+    l.dlb = caps.dlb_mode;
+    l.spray = caps.spray_rules;
+    l.alb = caps.alb_tables;
+    l.glb_weights = caps.glb_weights || bgp.count(device) > 0;  // link bandwidth over BGP
+    l.driver = (bgp.count(device) ? "bgp+gnmi:" : "gnmi:") + adapter_name;
+    if (!l.qp_split_routes || !l.dlb || !l.spray || !l.alb || !l.glb_weights) out[device] = l;
+  };
+  for (const auto* list : {&sb.set_with_bgp, &sb.set_only}) {
+    for (const auto& g : *list) from_adapter(g.device, "loom");
+  }
+  for (const auto* list : {&sb.adapter_with_bgp, &sb.adapter_only}) {
+    for (const auto& a : *list) from_adapter(a.device, a.adapter);
+  }
+  for (const auto& device : bgp) {
+    if (with_set.count(device)) continue;
+    loom::te::DeviceLimits l;  // BGP-DPF alone: one color per prefix, weights
+    l.qp_split_routes = l.dlb = l.spray = l.alb = false;
+    l.driver = "bgp";
+    out[device] = l;
+  }
+  return out;
+}
+
+}  // namespace loom::loomd

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/te/device_limits.h"
 #include "loom/v1/config.pb.h"
 #include "loom/v1/fabric_service.pb.h"
 #include "loom/v1/topology.pb.h"
@@ -67,6 +68,12 @@ struct Southbound {
 // via spine7 is not a neighbour of leaf0").
 bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, Southbound* out,
                      std::string* error);
+
+// What each programmed device's drivers can carry (BGP-DPF: colored routes
+// and weights; the Set adapter's capabilities for the rest). Devices
+// without a driver, render-only ones and loom-fabric's (loom schema) are
+// absent: they can be asked for everything.
+loom::te::DeviceLimitsMap DeviceLimitsOf(const Southbound& southbound);
 
 // `loomctl devices`: every topology device with its inventory entry and the
 // collector's view of it. `embedded` = the in-process emulator feeds

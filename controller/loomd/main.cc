@@ -320,6 +320,9 @@ int main(int argc, char** argv) {
     sb.max_prefixes = std::move(from_inventory.max_prefixes);
     if (from_inventory.router_id != 0) sb.router_id = from_inventory.router_id;
   }
+  // Placement and the adaptive engine ask each device only for what its
+  // drivers can carry.
+  controller.SetDeviceLimits(loom::loomd::DeviceLimitsOf(sb));
   if (!sb.set_only.empty()) {
     loom::southbound::gnmi::GnmiDriverConfig gc;
     gc.devices = sb.set_only;

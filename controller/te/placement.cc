@@ -178,6 +178,17 @@ std::vector<int> Placement::AllowedTops(const JobRec& rec) const {
   return out;
 }
 
+std::string Placement::QpSplitBlocker() const {
+  for (int l = 0; l < graph_.num_leaves(); ++l) {
+    const DeviceLimits& lim = LimitsOf(limits_, graph_.leaf(l));
+    if (!lim.qp_split_routes) {
+      return graph_.leaf(l) + " cannot express routes split by destination QP (programmed by " +
+             (lim.driver.empty() ? std::string("its driver") : lim.driver) + ")";
+    }
+  }
+  return "";
+}
+
 void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& current) const {
   rec.units.clear();
   const double scale = DemandScale(rec.job.job_id());
@@ -199,8 +210,28 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
   // (a value that is not a power of two up to kMaxQpSplit, which validation refuses,
   // counts as no split).
   const uint32_t split = rec.decision.action.qp_split();
-  const uint32_t parts =
+  uint32_t parts =
       split > 1 && split <= loom::policy::kMaxQpSplit && (split & (split - 1)) == 0 ? split : 1;
+  rec.limits_note.clear();
+  if (parts > 1) {
+    // The split routes go on every leaf: one leaf that cannot carry them
+    // means no split (the destination's traffic takes one color).
+    if (std::string why = QpSplitBlocker(); !why.empty()) {
+      rec.limits_note = "QP split " + std::to_string(parts) + " not applied: " + why;
+      parts = 1;
+    }
+  }
+  if (rec.decision.action.spray_eligible()) {
+    std::vector<std::string> no_spray;
+    for (int l = 0; l < graph_.num_leaves(); ++l) {
+      if (!LimitsOf(limits_, graph_.leaf(l)).spray) no_spray.push_back(graph_.leaf(l));
+    }
+    if (!no_spray.empty()) {
+      rec.limits_note += std::string(rec.limits_note.empty() ? "" : "; ") +
+                         "no selective spraying on " + Join(no_spray) +
+                         " (their southbound cannot express spray rules)";
+    }
+  }
   for (size_t i = 0; i < d.pairs.size();) {
     const uint32_t dst = d.pairs[i].dst;
     const int dst_leaf = leaf[dst];
@@ -471,6 +502,7 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
                 " have no live path within the allowed spines";
     }
   }
+  if (!rec.limits_note.empty()) reason += "; " + rec.limits_note;
   a.set_reason(reason);
   return a;
 }
@@ -537,6 +569,7 @@ std::map<std::string, v1::DeviceState> Placement::DesiredStates() const {
     }
     if (rec.decision.action.spray_eligible()) {
       for (int l = 0; l < graph_.num_leaves(); ++l) {
+        if (!LimitsOf(limits_, graph_.leaf(l)).spray) continue;
         auto* s = out[graph_.leaf(l)].add_spray_rules();
         s->set_traffic_class(rec.job.traffic_class());
         if (rec.job.qp_ranges_size() == 1) {

@@ -25,6 +25,7 @@
 
 #include "api/topology/topology_index.h"
 #include "controller/te/demand.h"
+#include "controller/te/device_limits.h"
 #include "controller/te/path_engine.h"
 #include "loom/v1/device_state.pb.h"
 #include "loom/v1/job.pb.h"
@@ -45,6 +46,9 @@ class Placement {
   // Links that carry nothing (drained or failed). Rebuilds the graph;
   // returns true when the set changed (the caller then recomputes).
   bool SetDownLinks(const std::set<std::string>& down);
+  // What each switch's southbound can program (device_limits.h). Takes
+  // effect for jobs placed after; call Recompute() for existing ones.
+  void SetDeviceLimits(DeviceLimitsMap limits) { limits_ = std::move(limits); }
 
   // Adds or replaces a job and places its traffic incrementally around the
   // other jobs. A job whose status already carries routes (reloaded after a
@@ -84,6 +88,8 @@ class Placement {
   struct JobRec {
     loom::v1::Job job;
     loom::policy::Decision decision;
+    // What the devices could not carry of the policy's action (for the reason).
+    std::string limits_note;
     std::vector<Unit> units;
     std::vector<int> top, backup;
     std::vector<std::string> reason;
@@ -95,6 +101,8 @@ class Placement {
   };
 
   void IndexGraph();
+  // Why the job's QP split cannot be programmed ("" when it can).
+  std::string QpSplitBlocker() const;
   void BuildUnits(JobRec& rec, const std::map<std::string, int>& current) const;
   std::vector<int> AllowedTops(const JobRec& rec) const;
   void RecomputeDedication();
@@ -105,6 +113,7 @@ class Placement {
 
   std::shared_ptr<const loom::topology::TopologyIndex> topo_;
   PlacementParams params_;
+  DeviceLimitsMap limits_;
   loom::policy::PolicyEngine policy_;
   std::set<std::string> down_;
   FabricGraph graph_;

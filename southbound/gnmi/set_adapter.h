@@ -28,8 +28,9 @@
 // (placement, programming, drivers) read `capabilities()` first so they do
 // not ask a device for what it cannot do.
 //
-// Role: pure translation, used by AdapterSetDriver (adapter_driver.h; not
-// wired into loomd yet), by GetDeviceState's preview (`loomctl render DEVICE
+// Role: pure translation, used by AdapterSetDriver (adapter_driver.h), by
+// loomd's device limits (controller/te/device_limits.h), by GetDeviceState's preview (`loomctl
+// render DEVICE
 // --adapter sonic`) and by tests. Trigger: any caller. Thread: adapters are immutable after
 // construction; every method is const and thread-safe. Costs are
 // O(state size x log + topology links).

@@ -448,14 +448,22 @@ TEST_F(E2eTest, AdapterPreviewUsesTheInventorysNextHops) {
       "set": {"address": "127.0.0.1:1", "adapter": "sonic"},
       "routeBudget": {"maxPrefixes": 1000}},
      {"id": "leaf1", "set": {"address": "127.0.0.1:1", "adapter": "openconfig"}}]})");
+  // A policy asking for QP split, which neither platform can carry.
+  std::string policy = WriteFile("split.json", R"({"defaultAction": {"qpSplit": 2}})");
   Process p;
-  const std::string ctl = StartLoomd(p, {"--config", cfg, "--db", dir_ + "/sb.db"}, "sb");
+  const std::string ctl =
+      StartLoomd(p, {"--config", cfg, "--db", dir_ + "/sb.db", "--policy", policy}, "sb");
   ASSERT_FALSE(ctl.empty());
   std::string job = WriteFile("job.json", R"({"tenant": "acme", "jobId": "pair",
       "endpoints": ["host000-gpu0", "host002-gpu0"],
       "collective": "COLLECTIVE_PATTERN_POINT_TO_POINT", "trafficClass": 3})");
   auto reg = RunCommand(ctl + "jobs register " + job);
   ASSERT_EQ(reg.exit_code, 0) << reg.output;
+  auto got = RunCommand(ctl + "jobs get pair");
+  EXPECT_NE(got.output.find("QP split 2 not applied: leaf0 cannot express routes split by "
+                            "destination QP (programmed by bgp+gnmi:sonic)"),
+            std::string::npos)
+      << got.output;
   auto render = RunCommand(ctl + "render leaf0 --adapter sonic");
   EXPECT_EQ(render.exit_code, 0) << render.output;
   EXPECT_NE(render.output.find("STATIC_ROUTE"), std::string::npos) << render.output;

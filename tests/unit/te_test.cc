@@ -290,6 +290,33 @@ v1::PolicySet SplitPolicy(uint32_t parts) {
   return set;
 }
 
+TEST(PlacementTest, QpSplitIsNotAskedOfALeafWhoseSouthboundCannotExpressIt) {
+  auto topo = loom::testing::SmallFabric();
+  Placement p(topo, {});
+  p.SetPolicy(SplitPolicy(2));
+  loom::te::DeviceLimitsMap limits;
+  limits["leaf1"].qp_split_routes = false;
+  limits["leaf1"].spray = false;
+  limits["leaf1"].driver = "bgp";
+  p.SetDeviceLimits(limits);
+  v1::PathAssignment a = p.Upsert(ThreeCrossLeafFlows());
+  // One color per destination again (the 200 % of the unsplit placement).
+  EXPECT_NEAR(p.max_utilization(), 2.0, 1e-9) << a.reason();
+  ASSERT_EQ(a.routes_size(), 3) << a.reason();
+  for (const auto& r : a.routes()) EXPECT_EQ(r.qp_mask(), 0u);
+  EXPECT_NE(a.reason().find("QP split 2 not applied: leaf1 cannot express routes split by "
+                            "destination QP (programmed by bgp)"),
+            std::string::npos)
+      << a.reason();
+  for (const auto& [dev, st] : p.DesiredStates()) {
+    for (const auto& r : st.routes()) EXPECT_EQ(r.qp_mask(), 0u) << dev;
+  }
+  // Once every leaf can carry it, a recompute splits again.
+  p.SetDeviceLimits({});
+  p.Recompute(loom::te::PlacementMode::kFull);
+  EXPECT_NEAR(p.max_utilization(), 1.5, 1e-9);
+}
+
 TEST(PlacementTest, QpSplitSpreadsEachDestinationOverSpinesByQpParts) {
   auto topo = loom::testing::SmallFabric();
   Placement whole(topo, {});
