@@ -17,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -133,6 +134,9 @@ int main(int argc, char** argv) {
   }
 
   loom::Status st;
+  // A database from an earlier run: Loom's routes were preserved (they are
+  // re-originated from it), so BGP restarts gracefully (R and F bits).
+  const bool restarted = std::filesystem::exists(config.database_path());
   auto store = loom::controller::SqliteStore::Open(config.database_path(), &st);
   if (!store) return Fail(1, st.message());
 
@@ -375,6 +379,10 @@ int main(int argc, char** argv) {
       loom::southbound::bgp::SpeakerConfig spc;
       spc.router_id = sb.router_id;
       spc.listen_port = -1;  // loomd dials every device (passive sessions accept on their own)
+      // After a restart the OPEN carries R and F, and End-of-RIB waits for
+      // the first reconcile (below): helpers keep Loom's stale routes until
+      // Loom has re-announced what it still wants, then drop the rest.
+      spc.restarting = restarted;
       speaker = std::make_unique<loom::southbound::bgp::Speaker>(bgp_io, spc);
       loom::southbound::bgp::BgpDriverConfig bc;
       bc.sessions = sb.bgp_sessions;
@@ -448,11 +456,38 @@ int main(int argc, char** argv) {
   auto work = boost::asio::make_work_guard(io);
   // The controller's periodic work (reconciler applies, retries, drift).
   boost::asio::steady_timer tick_timer(io);
+  // Restarting BGP speaker: End-of-RIB once every BGP device got its routes
+  // from this process (or after 60 s, so a device that cannot be programmed
+  // does not hold the others' stale routes until their restart time).
+  std::set<std::string> bgp_devices;
+  for (const auto& p : sb.bgp_sessions) bgp_devices.insert(p.device);
+  const auto rib_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool rib_ready = !(speaker && speaker->config().restarting);
+  auto check_rib_ready = [&] {
+    if (rib_ready) return;
+    controller.WithReconciler([&](const loom::controller::Reconciler& r) {
+      if (rib_ready) return;
+      size_t done = 0;
+      for (const auto& d : bgp_devices) {
+        const auto* sync = r.Sync(d);
+        done += sync && sync->applied_generation > 0;
+      }
+      const bool timed_out = std::chrono::steady_clock::now() > rib_deadline;
+      if (done < bgp_devices.size() && !timed_out) return;
+      rib_ready = true;
+      LOG_INFO("BGP graceful restart: routes re-announced, sending End-of-RIB")
+          .With("devices_programmed", static_cast<uint64_t>(done))
+          .With("devices", static_cast<uint64_t>(bgp_devices.size()))
+          .With("timed_out", timed_out ? "yes" : "no");
+      boost::asio::post(bgp_io, [&speaker] { speaker->MarkRibReady(); });
+    });
+  };
   std::function<void()> schedule_tick = [&] {
     tick_timer.expires_after(std::chrono::milliseconds(50));
     tick_timer.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
       controller.Tick();
+      check_rib_ready();
       schedule_tick();
     });
   };

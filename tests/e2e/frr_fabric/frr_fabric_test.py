@@ -412,24 +412,65 @@ class FrrRoutedFabricTest(unittest.TestCase):
         self.check_graceful_restart_then_fallback(src, dst, leaf, prefix, GR_S, t0)
         self.fab.wait_loom_sessions(established=False, timeout=10)
 
-        # A fresh loomd (same database: the job and the drain survive) re-announces;
-        # SIGTERM behaves the same.
-        loomd2 = Loomd(self.fab, self.dir, os.path.join(self.dir, "loomd-inventory.json"))
+        # A fresh loomd (same database: the job and the drain survive) re-announces.
+        inventory = os.path.join(self.dir, "loomd-inventory.json")
+        loomd2 = Loomd(self.fab, self.dir, inventory)
         try:
             self.fab.wait_loom_sessions(established=True, timeout=60)
             self.wait_leaf_route(loomd2, leaf, prefix, spine2)
             log("fresh loomd re-announced %s via %s" % (prefix, spine2))
-            t0 = time.monotonic()
-            rc = loomd2.kill(signal.SIGTERM)
-            log("loomd stopped with SIGTERM (exit %d, %.1fs)" % (rc, time.monotonic() - t0))
-            self.assertEqual(rc, 0, loomd2.read_log())
-            self.check_graceful_restart_then_fallback(src, dst, leaf, prefix, GR_S, t0)
         except BaseException:
             log("second loomd log:\n" + loomd2.read_log())
+            loomd2.kill(signal.SIGKILL)
+            raise
+        # kill -9 and an immediate restart (an upgrade): the restarted loomd
+        # opens with R and F set (its database preserved the routes), so the
+        # leaf keeps Loom's routes as stale until loomd's End-of-RIB instead of
+        # flushing them when the new session comes up: the /32 never leaves
+        # the FIB, and stays through spine2.
+        nh2 = p.spine_address_seen_by(leaf, spine2)
+        loomd2.kill(signal.SIGKILL)
+        self.assertEqual(self.fab.route_next_hops(leaf, prefix), [nh2])
+        loomd3 = Loomd(self.fab, self.dir, inventory)
+        try:
+            self.fab.wait_loom_sessions(established=True, timeout=60)
+            seen = set()
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                seen.add(tuple(self.fab.route_next_hops(leaf, prefix)))
+                if "sending End-of-RIB" in loomd3.read_log() and time.monotonic() > deadline - 10:
+                    break
+                time.sleep(0.05)
+            self.assertIn("sending End-of-RIB", loomd3.read_log())
+            self.assertEqual(seen, {(nh2,)}, "the /32 left %s's FIB during the restart" % leaf)
+            nbr = self.fab.vtysh_json(leaf, "show bgp neighbors %s json" % p.loom_source[spine2])
+            found = {}
+
+            def walk(x):
+                if isinstance(x, dict):
+                    for k, v in x.items():
+                        if k in ("rBit", "fBit", "remoteGrMode") and k not in found:
+                            found[k] = v
+                        walk(v)
+                elif isinstance(x, list):
+                    for v in x:
+                        walk(v)
+            walk(nbr)
+            log("FRR's view of the restarted Loom's graceful restart: %s" % found)
+            self.assertTrue(found.get("rBit"), json.dumps(nbr)[:3000])
+            log("restart within the graceful-restart time: %s stayed via %s" % (prefix, spine2))
+            # SIGTERM: forwarding holds for the restart time, then the underlay.
+            t0 = time.monotonic()
+            rc = loomd3.kill(signal.SIGTERM)
+            log("loomd stopped with SIGTERM (exit %d, %.1fs)" % (rc, time.monotonic() - t0))
+            self.assertEqual(rc, 0, loomd3.read_log())
+            self.check_graceful_restart_then_fallback(src, dst, leaf, prefix, GR_S, t0)
+        except BaseException:
+            log("third loomd log:\n" + loomd3.read_log())
             raise
         finally:
-            if loomd2.proc.poll() is None:
-                loomd2.kill(signal.SIGKILL)
+            if loomd3.proc.poll() is None:
+                loomd3.kill(signal.SIGKILL)
 
 
 def can_run():
