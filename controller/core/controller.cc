@@ -891,6 +891,10 @@ void Controller::GetDesiredStates(Done<std::map<std::string, v1::DeviceState>> d
 void Controller::PushDesired() {
   if (!desired_dirty_) return;
   desired_dirty_ = false;
+  if (gate_.pass_through()) {
+    reconciler_.SetDesired(DesiredStates());  // no copy kept: the reconciler has it
+    return;
+  }
   ReleaseToReconciler(gate_.Update(DesiredStates()));
 }
 

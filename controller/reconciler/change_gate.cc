@@ -172,7 +172,7 @@ void ChangeGate::Note(bool warning, const std::string& cause, const std::string&
 }
 
 bool ChangeGate::Update(const std::map<std::string, v1::DeviceState>& computed) {
-  if (!options_.enabled && options_.route_churn_per_minute == 0) {
+  if (pass_through()) {
     released_ = computed;
     return true;
   }
@@ -188,7 +188,7 @@ bool ChangeGate::Update(const std::map<std::string, v1::DeviceState>& computed) 
 }
 
 bool ChangeGate::Tick() {
-  if (!options_.enabled && options_.route_churn_per_minute == 0) return false;
+  if (pass_through()) return false;
   bool limited = false;
   for (const auto& [dev, b] : route_budget_) limited |= b.limited;
   bool had_rollout = rollout_.has_value();

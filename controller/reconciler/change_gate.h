@@ -97,6 +97,9 @@ class ChangeGate {
   // The mode shown in plans ("auto", "approve", "shadow").
   void SetModeName(std::string mode) { mode_name_ = std::move(mode); }
   bool enabled() const { return options_.enabled; }
+  // Neither plans nor a churn budget: the computed state goes to the
+  // reconciler as it is (the caller skips Update and keeps no copy).
+  bool pass_through() const { return !options_.enabled && options_.route_churn_per_minute == 0; }
 
   // Settings the devices were given before (persisted by the controller),
   // restored before the first Update.
