@@ -374,6 +374,28 @@ TEST_F(E2eTest, InventoryErrorsNameTheEntryAndTheShippedExampleLoads) {
   EXPECT_NE(r.output.find("interface_aliases[etp9]: \"Ethernet99\" is not an interface"),
             std::string::npos)
       << r.output;
+  // Change safety and fabric settings: errors name the field.
+  r = run("c1.json", R"("changeMode": "yolo")");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("changeMode: \"yolo\" is not a mode (auto, approve, shadow)"),
+            std::string::npos)
+      << r.output;
+  r = run("c2.json", R"("changeSafety": {"canary": ["leaf7"]})");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("changeSafety.canary[0]: \"leaf7\" is not a device of the topology"),
+            std::string::npos)
+      << r.output;
+  r = run("c3.json", R"("fabricSettings": [{"thresholds": [{"priority": 3,
+      "ecnKminBytes": "400000", "ecnKmaxBytes": "100000"}]}])");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("fabricSettings[0].thresholds[0]: ecnKmaxBytes must not be below "
+                          "ecnKminBytes"),
+            std::string::npos)
+      << r.output;
+  r = run("c4.json", R"("changeSafety": {"maxUtilizationDrop": 1.5})");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("changeSafety.maxUtilizationDrop: must lie in 0..1"), std::string::npos)
+      << r.output;
   // BGP and Set parts: errors name the device and the session.
   r = run("i6.json", R"("devices": [{"id": "leaf0", "bgp": {"localAs": 65000,
       "routerId": "198.18.255.1", "address": "198.18.0.1", "sessions": [
