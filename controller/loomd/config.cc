@@ -65,6 +65,11 @@ loom-fabric) are read from telemetry/profiles ($LOOM_PROFILE_DIR overrides) and
 the config's "profileDirs" (same name = override). `loomctl devices` shows each
 device's connection, encoding and per-signal state.
 
+BGP on shutdown: SIGTERM/SIGINT close Loom's sessions without a NOTIFICATION,
+so devices keep Loom's routes for the graceful-restart time (restarts do not
+disturb the fabric); "bgpWithdrawOnShutdown": true sends a Cease instead and the
+devices fall back to their own routing at once.
+
 Signals: SIGHUP reloads the device inventory, profiles and fabric settings from
 the same command line and config file (unchanged devices keep their gNMI streams; a bad
 configuration is refused and logged). SIGINT and SIGTERM shut down cleanly.

@@ -435,8 +435,9 @@ int main(int argc, char** argv) {
       boost::asio::post(bgp_io, [&] {
         // A stopped loomd is usually restarting (upgrade, service restart):
         // close without Cease so the devices keep forwarding on Loom's routes
-        // for the graceful-restart time, as after a crash.
-        speaker->Shutdown(/*for_restart=*/true);
+        // for the graceful-restart time, as after a crash — unless the
+        // operator asked for a clean withdrawal.
+        speaker->Shutdown(/*for_restart=*/!config.bgp_withdraw_on_shutdown());
         stopped.set_value();
       });
       stopped.get_future().wait();

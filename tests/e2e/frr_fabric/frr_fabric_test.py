@@ -471,6 +471,32 @@ class FrrRoutedFabricTest(unittest.TestCase):
         finally:
             if loomd3.proc.poll() is None:
                 loomd3.kill(signal.SIGKILL)
+        # bgpWithdrawOnShutdown: SIGTERM sends a Cease; the leaf drops Loom's
+        # /32 at once (not after the restart time) and the underlay carries on.
+        withdraw = os.path.join(self.dir, "loomd-withdraw.json")
+        with open(withdraw, "w") as f:
+            json.dump(dict(p.inventory(graceful_restart_s=GR_S), bgpWithdrawOnShutdown=True), f)
+        loomd4 = Loomd(self.fab, self.dir, withdraw)
+        try:
+            self.fab.wait_loom_sessions(established=True, timeout=60)
+            self.wait_leaf_route(loomd4, leaf, prefix, spine2)
+            t0 = time.monotonic()
+            rc = loomd4.kill(signal.SIGTERM)
+            self.assertEqual(rc, 0, loomd4.read_log())
+            wait_for("%s withdrawn from %s at once" % (prefix, leaf),
+                     lambda: self.fab.route_next_hops(leaf, prefix) == [], 3)
+            gone = time.monotonic() - t0
+            agg = self.p.leaf_aggregates[self.p.leaf_of[dst]][0]
+            self.assertEqual(len(self.fab.route_next_hops(leaf, agg)), len(p.spines))
+            self.assertEqual(self.fab.ping(src, dst, count=3, wait_s=2).returncode, 0)
+            log("bgpWithdrawOnShutdown: %s gone %.1fs after SIGTERM (restart time %ds); "
+                "underlay ECMP via %d spines" % (prefix, gone, GR_S, len(p.spines)))
+        except BaseException:
+            log("fourth loomd log:\n" + loomd4.read_log())
+            raise
+        finally:
+            if loomd4.proc.poll() is None:
+                loomd4.kill(signal.SIGKILL)
 
 
 def can_run():
