@@ -5,6 +5,7 @@
 #include <fnmatch.h>
 
 #include <boost/asio/post.hpp>
+#include <cctype>
 
 #include "controller/core/controller.h"
 
@@ -97,7 +98,21 @@ void Controller::OnGateNote(const GateNote& n) {
   CommitAndPublish(m);
 }
 
+void Controller::UpdateChangeGauges() {
+  const v1::ChangeState now = gate_.State();
+  for (int s = v1::CHANGE_STATE_DISABLED; s <= v1::CHANGE_STATE_QUARANTINED; ++s) {
+    std::string name = v1::ChangeState_Name(static_cast<v1::ChangeState>(s));
+    name = name.substr(sizeof("CHANGE_STATE_") - 1);
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    change_state_family_.Add({{"state", name}}).Set(s == now ? 1 : 0);
+  }
+  change_state_family_.Add({{"field", "revision"}}).Set(static_cast<double>(gate_.revision()));
+  change_state_family_.Add({{"field", "pending_devices"}})
+      .Set(static_cast<double>(gate_.pending_devices()));
+}
+
 void Controller::ReleaseToReconciler(bool changed) {
+  UpdateChangeGauges();
   if (changed) reconciler_.SetDesired(gate_.Released());
   std::vector<std::string> devices = gate_.TakeAcceptedChanges();
   if (devices.empty()) return;

@@ -119,7 +119,12 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
       telemetry_stats_family_(prometheus::BuildGauge()
                                   .Name("loom_telemetry_ingest")
                                   .Help("Telemetry ingest counts (cumulative) by kind")
-                                  .Register(registry)) {
+                                  .Register(registry)),
+      change_state_family_(prometheus::BuildGauge()
+                               .Name("loom_change_plan")
+                               .Help("Fabric-wide change safety: {state=...} is 1 for the plan's "
+                                     "current state; {field=revision}, {field=pending_devices}")
+                               .Register(registry)) {
   if (options_.event_retention == 0) options_.event_retention = 1;
 }
 
@@ -183,6 +188,7 @@ Status Controller::Start() {
   gate_.RestoreAccepted(std::move(state.accepted_settings));
   gate_.SetModeName(options_.change_mode);
   gate_.SetNoteCallback([this](const GateNote& n) { OnGateNote(n); });
+  UpdateChangeGauges();
   if (state.policy) {
     policy_version_ = state.policy->version();
     placement_.SetPolicy(*state.policy);

@@ -276,6 +276,10 @@ class Controller {
   prometheus::Family<prometheus::Gauge>& links_by_state_family_;
   prometheus::Gauge& fabric_max_util_gauge_;
   prometheus::Family<prometheus::Gauge>& telemetry_stats_family_;
+  // Change safety: 1 for the plan's current state, 0 for the others; the
+  // plan's revision and the devices it would change.
+  prometheus::Family<prometheus::Gauge>& change_state_family_;
+  void UpdateChangeGauges();
   // Per-link utilization series are exported for switch-to-switch links only,
   // at most this many, to keep label cardinality bounded.
   size_t max_link_series_ = 4096;

@@ -556,6 +556,16 @@ bool ChangeGate::Compose() {
   return changed;
 }
 
+v1::ChangeState ChangeGate::State() const {
+  if (!options_.enabled) return v1::CHANGE_STATE_DISABLED;
+  if (rollout_) {
+    return rollout_->canary_passed ? v1::CHANGE_STATE_ROLLING_OUT : v1::CHANGE_STATE_CANARY;
+  }
+  if (changed_.empty()) return v1::CHANGE_STATE_IN_SYNC;
+  if (quarantine_ && quarantine_->key == plan_key_) return v1::CHANGE_STATE_QUARANTINED;
+  return options_.approve ? v1::CHANGE_STATE_AWAITING_APPROVAL : v1::CHANGE_STATE_CANARY;
+}
+
 v1::ChangePlan ChangeGate::Plan() const {
   v1::ChangePlan p;
   p.set_revision(revision_);
@@ -593,10 +603,7 @@ v1::ChangePlan ChangeGate::Plan() const {
     }
   } else {
     bool quarantined = quarantine_ && quarantine_->key == plan_key_ && !changed_.empty();
-    p.set_state(quarantined        ? v1::CHANGE_STATE_QUARANTINED
-                : changed_.empty() ? v1::CHANGE_STATE_IN_SYNC
-                : options_.approve ? v1::CHANGE_STATE_AWAITING_APPROVAL
-                                   : v1::CHANGE_STATE_CANARY);
+    p.set_state(State());
     std::vector<std::string> canary = CanaryOf(changed_);
     for (const auto& dev : changed_) {
       auto it = accepted_.find(dev);

@@ -118,6 +118,11 @@ class ChangeGate {
   const std::map<std::string, loom::v1::DeviceState>& Released() const { return released_; }
 
   loom::v1::ChangePlan Plan() const;
+  // Cheap summary for metrics: the plan's state, revision and the devices
+  // whose settings differ from what they were given.
+  loom::v1::ChangeState State() const;
+  uint64_t revision() const { return revision_; }
+  size_t pending_devices() const { return changed_.size(); }
   // approve mode: starts the rollout of the plan built on `revision`.
   Status Apply(uint64_t revision);
   Status ClearQuarantine(uint64_t revision);
