@@ -114,8 +114,15 @@ void Controller::UpdateChangeGauges() {
 void Controller::ReleaseToReconciler(bool changed) {
   UpdateChangeGauges();
   if (changed) reconciler_.SetDesired(gate_.Released());
+  PersistChangeState();
+}
+
+void Controller::PersistChangeState() {
   std::vector<std::string> devices = gate_.TakeAcceptedChanges();
-  if (devices.empty()) return;
+  uint64_t revision = 0;
+  v1::QuarantinedChange quarantine;
+  const bool plan_state = gate_.TakePlanState(&revision, &quarantine);
+  if (devices.empty() && !plan_state) return;
   Mutation m;
   for (const auto& d : devices) {
     auto it = gate_.Accepted().find(d);
@@ -125,8 +132,16 @@ void Controller::ReleaseToReconciler(bool changed) {
       m.put_settings.push_back(it->second);
     }
   }
-  // A failed write only means a restart re-checks these settings.
-  CommitAndPublish(m);
+  if (plan_state) {
+    m.put_meta["change_revision"] = std::to_string(revision);
+    m.put_meta["change_quarantine"] = quarantine.SerializeAsString();
+  }
+  if (!CommitAndPublish(m).ok()) {
+    // Written again with the next change (a restart must not revert what
+    // the devices were given).
+    gate_.ReturnAcceptedChanges(devices);
+    if (plan_state) gate_.MarkPlanStateDirty();
+  }
 }
 
 void Controller::GetChangePlan(Done<v1::ChangePlan> done) {

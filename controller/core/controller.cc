@@ -186,6 +186,16 @@ Status Controller::Start() {
   revision_ = state.last_revision;
   next_revision_ = revision_;
   gate_.RestoreAccepted(std::move(state.accepted_settings));
+  {
+    uint64_t revision = 0;
+    if (auto it = state.meta.find("change_revision"); it != state.meta.end()) {
+      revision = std::strtoull(it->second.c_str(), nullptr, 10);
+    }
+    v1::QuarantinedChange q;
+    auto it = state.meta.find("change_quarantine");
+    const bool have_q = it != state.meta.end() && q.ParseFromString(it->second);
+    gate_.RestorePlanState(revision, have_q ? &q : nullptr);
+  }
   gate_.SetModeName(options_.change_mode);
   gate_.SetNoteCallback([this](const GateNote& n) { OnGateNote(n); });
   UpdateChangeGauges();
@@ -898,7 +908,12 @@ void Controller::PushDesired() {
   if (!desired_dirty_) return;
   desired_dirty_ = false;
   if (gate_.pass_through()) {
-    reconciler_.SetDesired(DesiredStates());  // no copy kept: the reconciler has it
+    auto desired = DesiredStates();
+    // What the devices are given is what they run: a later switch to change
+    // safety starts from it. Shadow mode gives nothing.
+    if (!options_.reconciler.shadow) gate_.RecordGiven(desired);
+    reconciler_.SetDesired(desired);  // no copy kept: the reconciler has it
+    PersistChangeState();
     return;
   }
   ReleaseToReconciler(gate_.Update(DesiredStates()));

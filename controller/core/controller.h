@@ -254,6 +254,8 @@ class Controller {
   // Hands the gate's released state to the reconciler (when `changed`) and
   // persists accepted settings that changed.
   void ReleaseToReconciler(bool changed);
+  // Accepted settings, plan revision and quarantine to the store.
+  void PersistChangeState();
   // Measured demand: EWMA of measured / modelled NIC send rate per job.
   std::map<std::string, double> measured_ratio_;
   bool reoptimize_pending_ = false;

@@ -51,6 +51,18 @@ std::string RouteKey(const v1::ColoredRoute& r) {
          std::to_string(r.qp_mask()) + "|" + std::to_string(r.qp_value());
 }
 
+constexpr const char* kFabricWideParts[] = {"dlb", "alb_tables", "thresholds", "pfc_watchdog"};
+
+// Content of one fabric-wide part of `s`.
+std::string PartKey(const v1::DeviceState& s, const std::string& part) {
+  v1::DeviceState x;
+  if (part == "dlb" && s.has_dlb()) *x.mutable_dlb() = s.dlb();
+  if (part == "alb_tables") *x.mutable_alb_tables() = s.alb_tables();
+  if (part == "thresholds") *x.mutable_thresholds() = s.thresholds();
+  if (part == "pfc_watchdog" && s.has_pfc_watchdog()) *x.mutable_pfc_watchdog() = s.pfc_watchdog();
+  return ContentKey(x);
+}
+
 template <typename M>
 std::string Short(const M& m) {
   std::string s = m.ShortDebugString();
@@ -151,6 +163,59 @@ void ChangeGate::RestoreAccepted(std::map<std::string, v1::DeviceState> accepted
   accepted_ = std::move(accepted);
 }
 
+void ChangeGate::RestorePlanState(uint64_t revision, const v1::QuarantinedChange* quarantine) {
+  revision_ = revision;
+  quarantine_.reset();
+  if (!quarantine || quarantine->revision() == 0) return;
+  Quarantine q;
+  q.revision = quarantine->revision();
+  q.reason = quarantine->reason();
+  q.stored = *quarantine;
+  for (const auto& d : quarantine->devices()) {
+    for (const auto& part : d.parts()) q.parts[{d.device(), part}] = PartKey(d.content(), part);
+  }
+  quarantine_ = std::move(q);
+}
+
+bool ChangeGate::TakePlanState(uint64_t* revision, v1::QuarantinedChange* quarantine) {
+  if (!plan_state_dirty_) return false;
+  plan_state_dirty_ = false;
+  *revision = revision_;
+  quarantine->Clear();
+  if (quarantine_) *quarantine = quarantine_->stored;
+  return true;
+}
+
+void ChangeGate::RecordGiven(const std::map<std::string, v1::DeviceState>& computed) {
+  for (const auto& [dev, st] : computed) {
+    v1::DeviceState fw = FabricWidePart(st);
+    const bool empty = ContentKey(fw) == ContentKey(Empty(dev));
+    auto it = accepted_.find(dev);
+    if (it == accepted_.end()) {
+      if (empty) continue;
+    } else if (ContentKey(it->second) == ContentKey(fw)) {
+      continue;
+    }
+    if (empty) {
+      accepted_.erase(dev);
+    } else {
+      accepted_[dev] = std::move(fw);
+    }
+    accepted_changes_.insert(dev);
+  }
+}
+
+bool ChangeGate::Blocked() const {
+  if (!quarantine_) return false;
+  for (const auto& [key, content] : quarantine_->parts) {
+    const auto& [dev, part] = key;
+    if (std::find(changed_.begin(), changed_.end(), dev) == changed_.end()) continue;
+    auto c = candidate_.find(dev);
+    if (c != candidate_.end() && PartKey(c->second, part) == content) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> ChangeGate::TakeAcceptedChanges() {
   std::vector<std::string> out(accepted_changes_.begin(), accepted_changes_.end());
   accepted_changes_.clear();
@@ -172,6 +237,7 @@ void ChangeGate::Note(bool warning, const std::string& cause, const std::string&
 }
 
 bool ChangeGate::Update(const std::map<std::string, v1::DeviceState>& computed) {
+  if (!options_.enabled) RecordGiven(computed);
   if (pass_through()) {
     released_ = computed;
     return true;
@@ -182,22 +248,26 @@ bool ChangeGate::Update(const std::map<std::string, v1::DeviceState>& computed) 
     for (const auto& [dev, st] : computed_) candidate_[dev] = FabricWidePart(st);
     Replan();
     MaybeStart();
-    AdvanceRollout();
+    Advance();
   }
   return Compose();
 }
 
-bool ChangeGate::Tick() {
-  if (pass_through()) return false;
-  bool limited = false;
-  for (const auto& [dev, b] : route_budget_) limited |= b.limited;
-  bool had_rollout = rollout_.has_value();
+void ChangeGate::Advance() {
+  const bool had_rollout = rollout_.has_value();
   AdvanceRollout();
   if (had_rollout && !rollout_) {
     // The rollout ended: the next change may start.
     Replan();
     MaybeStart();
   }
+}
+
+bool ChangeGate::Tick() {
+  if (pass_through()) return false;
+  bool limited = false;
+  for (const auto& [dev, b] : route_budget_) limited |= b.limited;
+  Advance();
   if (!dirty_ && !limited) return false;
   return Compose();
 }
@@ -218,14 +288,18 @@ void ChangeGate::Replan() {
   }
   if (key != plan_key_) {
     plan_key_ = std::move(key);
-    if (!changed.empty()) ++revision_;
+    if (!changed.empty()) {
+      ++revision_;
+      plan_state_dirty_ = true;
+    }
     approved_ = false;
     announced_ = false;
   }
   changed_ = std::move(changed);
-  if (quarantine_ && quarantine_->key != plan_key_) {
+  if (quarantine_ && !Blocked()) {
     uint64_t rev = quarantine_->revision;
     quarantine_.reset();
+    plan_state_dirty_ = true;
     Note(false,
          "the inputs of the rolled-back change (revision " + std::to_string(rev) + ") changed",
          "quarantine lifted", changed_.empty() ? "no change pending" : "a new plan follows", rev);
@@ -247,7 +321,7 @@ std::vector<std::string> ChangeGate::CanaryOf(const std::vector<std::string>& ch
 
 void ChangeGate::MaybeStart() {
   if (rollout_ || changed_.empty()) return;
-  if (quarantine_ && quarantine_->key == plan_key_) return;
+  if (Blocked()) return;
   if (options_.approve && !approved_) {
     if (!announced_) {
       announced_ = true;
@@ -423,7 +497,27 @@ void ChangeGate::AdvanceRollout() {
 void ChangeGate::Fail(const std::string& reason) {
   Rollout r = std::move(*rollout_);
   rollout_.reset();
-  quarantine_ = Quarantine{r.key, r.revision, reason};
+  Quarantine q;
+  q.revision = r.revision;
+  q.reason = reason;
+  q.stored.set_revision(r.revision);
+  q.stored.set_reason(reason);
+  for (const auto& [dev, target] : r.target) {
+    v1::QuarantinedChange::Device* d = nullptr;
+    for (const char* part : kFabricWideParts) {
+      const std::string content = PartKey(target, part);
+      if (content == PartKey(r.previous.at(dev), part)) continue;
+      q.parts[{dev, part}] = content;
+      if (!d) {
+        d = q.stored.add_devices();
+        d->set_device(dev);
+        *d->mutable_content() = target;
+      }
+      d->add_parts(part);
+    }
+  }
+  quarantine_ = std::move(q);
+  plan_state_dirty_ = true;
   dirty_ = true;
   std::vector<std::string> fresh;
   for (const auto& c : r.canary) {
@@ -433,7 +527,7 @@ void ChangeGate::Fail(const std::string& reason) {
        "rolled back on " + Join(r.canary) + "; revision " + std::to_string(r.revision) +
            " is quarantined until its inputs change or `loomctl plan clear " +
            std::to_string(r.revision) + "`",
-       fresh.empty() ? "the canary runs its previous settings again"
+       fresh.empty() ? "the canary is given its previous settings again"
                      : Join(fresh) +
                            " had no settings from Loom before: Loom withdraws its own (platforms "
                            "that keep the last value need a manual check)",
@@ -453,8 +547,9 @@ void ChangeGate::Finish() {
     accepted_changes_.insert(dev);
   }
   Note(false, "fabric-wide change rolled out",
-       std::to_string(r.given.size()) + " device(s) run revision " + std::to_string(r.revision), "",
-       r.revision);
+       std::to_string(r.given.size()) + " device(s) were given revision " +
+           std::to_string(r.revision),
+       "`loomctl device DEVICE` shows whether each one runs it", r.revision);
 }
 
 void ChangeGate::LimitRoutes(const std::string& device, v1::DeviceState* out) {
@@ -483,6 +578,10 @@ void ChangeGate::LimitRoutes(const std::string& device, v1::DeviceState* out) {
       ++w;
     }
   }
+  // Make before break: additions and changes first, withdrawals last (a
+  // budget cut short never leaves a destination without its route).
+  std::stable_partition(diff.begin(), diff.end(),
+                        [&want](const std::string& k) { return want.count(k) > 0; });
   RouteBudget& b = route_budget_[device];
   double cap = options_.route_churn_per_minute;
   TimeNs now = clock_.Now();
@@ -562,7 +661,7 @@ v1::ChangeState ChangeGate::State() const {
     return rollout_->canary_passed ? v1::CHANGE_STATE_ROLLING_OUT : v1::CHANGE_STATE_CANARY;
   }
   if (changed_.empty()) return v1::CHANGE_STATE_IN_SYNC;
-  if (quarantine_ && quarantine_->key == plan_key_) return v1::CHANGE_STATE_QUARANTINED;
+  if (Blocked()) return v1::CHANGE_STATE_QUARANTINED;
   return options_.approve ? v1::CHANGE_STATE_AWAITING_APPROVAL : v1::CHANGE_STATE_CANARY;
 }
 
@@ -602,7 +701,7 @@ v1::ChangePlan ChangeGate::Plan() const {
       add(dev, r.previous.at(dev), target, canary, state);
     }
   } else {
-    bool quarantined = quarantine_ && quarantine_->key == plan_key_ && !changed_.empty();
+    bool quarantined = Blocked();
     p.set_state(State());
     std::vector<std::string> canary = CanaryOf(changed_);
     for (const auto& dev : changed_) {
@@ -625,8 +724,9 @@ Status ChangeGate::Apply(uint64_t revision) {
     return FailedPrecondition("change_mode is \"" + mode_name_ +
                               "\": fabric-wide changes do not wait for approval");
   }
+  if (rollout_ && rollout_->revision == revision) return Status::Ok();  // a retried apply
   if (changed_.empty()) {
-    return FailedPrecondition("nothing to apply: every device runs the accepted settings");
+    return FailedPrecondition("nothing to apply: every device was given the accepted settings");
   }
   if (revision != revision_) {
     return FailedPrecondition("stale plan: it was built on revision " + std::to_string(revision) +
@@ -634,10 +734,11 @@ Status ChangeGate::Apply(uint64_t revision) {
                               std::to_string(revision_) + "; review `loomctl plan` again");
   }
   if (rollout_) {
+    if (rollout_->revision == revision) return Status::Ok();  // a retried apply
     return FailedPrecondition("revision " + std::to_string(rollout_->revision) +
                               " is rolling out; apply after it ends");
   }
-  if (quarantine_ && quarantine_->key == plan_key_) {
+  if (Blocked()) {
     return FailedPrecondition("revision " + std::to_string(revision) +
                               " was rolled back and is quarantined (" + quarantine_->reason +
                               "); `loomctl plan clear " + std::to_string(revision) + "` first");
@@ -655,6 +756,7 @@ Status ChangeGate::ClearQuarantine(uint64_t revision) {
                               " is quarantined, not " + std::to_string(revision));
   }
   quarantine_.reset();
+  plan_state_dirty_ = true;
   Note(false, "an operator cleared the quarantine of revision " + std::to_string(revision),
        options_.approve ? "the plan waits for `loomctl apply` again" : "trying the change again",
        "", revision);

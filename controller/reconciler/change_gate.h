@@ -101,12 +101,25 @@ class ChangeGate {
   // reconciler as it is (the caller skips Update and keeps no copy).
   bool pass_through() const { return !options_.enabled && options_.route_churn_per_minute == 0; }
 
-  // Settings the devices were given before (persisted by the controller),
-  // restored before the first Update.
+  // Settings the devices were given before, the last plan revision and the
+  // quarantined change (persisted by the controller), restored before the
+  // first Update.
   void RestoreAccepted(std::map<std::string, loom::v1::DeviceState> accepted);
+  void RestorePlanState(uint64_t revision, const loom::v1::QuarantinedChange* quarantine);
   // Accepted settings changed since the last call: the devices to persist
   // (their entry in Accepted(), or erased when absent there).
   std::vector<std::string> TakeAcceptedChanges();
+  // A failed write: the devices are persisted again with the next changes.
+  void ReturnAcceptedChanges(const std::vector<std::string>& devices) {
+    accepted_changes_.insert(devices.begin(), devices.end());
+  }
+  // The revision or the quarantine changed since the last call: what to
+  // persist (`quarantine` cleared when there is none).
+  bool TakePlanState(uint64_t* revision, loom::v1::QuarantinedChange* quarantine);
+  void MarkPlanStateDirty() { plan_state_dirty_ = true; }
+  // Change safety off: what the devices are given now is what they run, so a
+  // later switch to plans starts from it (no setting is withdrawn then).
+  void RecordGiven(const std::map<std::string, loom::v1::DeviceState>& computed);
   const std::map<std::string, loom::v1::DeviceState>& Accepted() const { return accepted_; }
 
   // A new computed desired state (every device). True when Released()
@@ -150,9 +163,11 @@ class ChangeGate {
     std::map<std::string, Acc> acc;
   };
   struct Quarantine {
-    std::string key;
     uint64_t revision = 0;
     std::string reason;
+    // (device, part) -> content of that part the change tried to give.
+    std::map<std::pair<std::string, std::string>, std::string> parts;
+    loom::v1::QuarantinedChange stored;
   };
   struct RouteBudget {
     double tokens = 0;
@@ -161,6 +176,10 @@ class ChangeGate {
   };
 
   void Replan();
+  // A rollout ended: plan and start the next change.
+  void Advance();
+  // The current plan still contains quarantined content.
+  bool Blocked() const;
   void MaybeStart();
   void StartRollout();
   void GiveDevice(const std::string& device);
@@ -193,8 +212,9 @@ class ChangeGate {
   uint64_t revision_ = 0;
   std::string plan_key_;
   std::vector<std::string> changed_;
-  bool approved_ = false;  // the current revision was approved
-  bool dirty_ = false;     // Released() must be recomposed
+  bool approved_ = false;          // the current revision was approved
+  bool dirty_ = false;             // Released() must be recomposed
+  bool plan_state_dirty_ = false;  // revision_ or quarantine_ changed (persist)
   bool announced_ = false;
   std::optional<Rollout> rollout_;
   std::optional<Quarantine> quarantine_;

@@ -199,6 +199,10 @@ Status SqliteStore::Load(size_t max_events, StoredState* out) {
       out->policy = std::move(p);
     }
   }
+  if (schema_version_ >= 2) {
+    Stmt s(db, "SELECT key, value FROM meta");
+    while (s.Step() == SQLITE_ROW) out->meta[s.ColText(0)] = s.ColBlob(1);
+  }
   if (schema_version_ >= 4) {
     Stmt s(db, "SELECT device, state FROM accepted_settings");
     while (s.Step() == SQLITE_ROW) {
@@ -303,6 +307,15 @@ Status SqliteStore::Commit(const Mutation& m) {
       s.Text(1, st.device());
       s.Blob(2, st.SerializeAsString());
       if (s.Step() != SQLITE_DONE) return fail("writing accepted settings");
+      s.Reset();
+    }
+  }
+  if (!m.put_meta.empty()) {
+    Stmt s(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)");
+    for (const auto& [k, v] : m.put_meta) {
+      s.Text(1, k);
+      s.Blob(2, v);
+      if (s.Step() != SQLITE_DONE) return fail("writing controller facts");
       s.Reset();
     }
   }

@@ -49,6 +49,9 @@ struct StoredState {
   std::optional<loom::v1::PolicySet> policy;
   // Fabric-wide settings each device was given (change safety), by device.
   std::map<std::string, loom::v1::DeviceState> accepted_settings;
+  // Small controller facts by key (change safety: "change_revision",
+  // "change_quarantine"); values are opaque bytes.
+  std::map<std::string, std::string> meta;
 };
 
 // One atomic change.
@@ -64,6 +67,8 @@ struct Mutation {
   // Accepted fabric-wide settings to store (by device) or forget.
   std::vector<loom::v1::DeviceState> put_settings;
   std::vector<std::string> delete_settings;
+  // Controller facts to store (key -> bytes).
+  std::map<std::string, std::string> put_meta;
   // Events with revision < this are deleted (0: keep all).
   uint64_t prune_events_before = 0;
   // Request records with revision < this are deleted (0: keep all).

@@ -283,5 +283,121 @@ TEST(ChangeGateTest, RouteChurnBudgetDefersTheExcess) {
   EXPECT_EQ(h.running["leaf0"].routes_size(), 40);
 }
 
+TEST(ChangeGateTest, ARolloutEndingInsideUpdateStartsTheNextPlan) {
+  Harness h(Safety());
+  h.Update(Fabric(100'000));
+  h.Step(kNsPerSec);  // canary runs it
+  h.clock.Advance(11 * kNsPerSec);
+  // The canary check completes inside this Update, which brings a new change.
+  h.Update(Fabric(90'000));
+  EXPECT_EQ(h.KminOn("leaf2"), 100'000u) << "revision 1 rolled out";
+  v1::ChangePlan plan = h.gate.Plan();
+  EXPECT_EQ(plan.state(), v1::CHANGE_STATE_CANARY) << plan.DebugString();
+  EXPECT_EQ(plan.rollout_revision(), plan.revision());
+  EXPECT_EQ(h.KminOn("leaf0"), 90'000u) << "the next change went to the canary";
+}
+
+TEST(ChangeGateTest, QuarantineHoldsWhileTheBadContentIsStillPlanned) {
+  Harness h(Safety());
+  h.Update(Fabric(100'000));
+  h.Step(kNsPerSec);
+  h.Step(11 * kNsPerSec);
+  h.Update(Fabric(2'000));
+  h.Step(kNsPerSec);
+  h.pfc["leaf0"] = 0.5;
+  h.Step(11 * kNsPerSec);
+  ASSERT_EQ(h.gate.Plan().state(), v1::CHANGE_STATE_QUARANTINED);
+  h.pfc["leaf0"] = 0;
+  // Something else changes on leaf2 (an ALB table): the bad thresholds are
+  // still in the plan, so nothing rolls out and leaf0 is not tried again.
+  auto next = Fabric(2'000);
+  auto* alb = next["leaf2"].add_alb_tables();
+  alb->set_group("leaf0");
+  alb->add_buckets("spine0");
+  h.Update(next);
+  h.Step(30 * kNsPerSec);
+  EXPECT_EQ(h.gate.Plan().state(), v1::CHANGE_STATE_QUARANTINED);
+  EXPECT_EQ(h.KminOn("leaf0"), 100'000u);
+  EXPECT_FALSE(h.Noted("quarantine lifted"));
+  // The bad value is gone from the inputs: lifted, and the rest rolls out.
+  auto fixed = Fabric(100'000);
+  *fixed["leaf2"].add_alb_tables() = *alb;
+  h.Update(fixed);
+  EXPECT_TRUE(h.Noted("quarantine lifted"));
+  h.Step(kNsPerSec);
+  h.Step(11 * kNsPerSec);
+  EXPECT_EQ(h.running["leaf2"].alb_tables_size(), 1);
+}
+
+TEST(ChangeGateTest, RevisionQuarantineAndGivenSettingsSurviveARestart) {
+  v1::QuarantinedChange stored;
+  uint64_t revision = 0;
+  std::map<std::string, v1::DeviceState> accepted;
+  {
+    Harness h(Safety());
+    h.Update(Fabric(100'000));
+    h.Step(kNsPerSec);
+    h.Step(11 * kNsPerSec);
+    h.Update(Fabric(2'000));
+    h.Step(kNsPerSec);
+    h.drops["leaf0"] = 100;
+    h.Step(11 * kNsPerSec);
+    ASSERT_EQ(h.gate.Plan().state(), v1::CHANGE_STATE_QUARANTINED);
+    ASSERT_TRUE(h.gate.TakePlanState(&revision, &stored));
+    EXPECT_EQ(revision, 2u);
+    EXPECT_EQ(stored.revision(), 2u);
+    accepted = h.gate.Accepted();
+  }
+  Harness h(Safety());
+  h.gate.RestoreAccepted(accepted);
+  h.gate.RestorePlanState(revision, &stored);
+  h.Update(Fabric(2'000));
+  h.Step(30 * kNsPerSec);
+  v1::ChangePlan plan = h.gate.Plan();
+  EXPECT_EQ(plan.state(), v1::CHANGE_STATE_QUARANTINED) << plan.DebugString();
+  EXPECT_EQ(plan.quarantined_revision(), 2u);
+  EXPECT_GT(plan.revision(), 2u) << "revisions are not reused after a restart";
+  EXPECT_EQ(h.KminOn("leaf0"), 100'000u) << "the accepted settings, not the quarantined ones";
+}
+
+TEST(ChangeGateTest, SettingsGivenWithoutChangeSafetyAreTheBaselineWhenItIsTurnedOn) {
+  std::map<std::string, v1::DeviceState> accepted;
+  {
+    Harness off(ChangeSafetyOptions{});
+    off.gate.RecordGiven(Fabric(100'000));
+    EXPECT_EQ(off.gate.TakeAcceptedChanges().size(), 3u);
+    off.gate.RecordGiven(Fabric(100'000));
+    EXPECT_TRUE(off.gate.TakeAcceptedChanges().empty()) << "nothing new to persist";
+    accepted = off.gate.Accepted();
+  }
+  Harness on(Safety());
+  on.gate.RestoreAccepted(accepted);
+  on.Update(Fabric(100'000));
+  EXPECT_EQ(on.gate.Plan().state(), v1::CHANGE_STATE_IN_SYNC);
+  EXPECT_EQ(on.KminOn("leaf1"), 100'000u) << "nothing withdrawn";
+}
+
+TEST(ChangeGateTest, ChurnBudgetAddsBeforeItWithdraws) {
+  ChangeSafetyOptions o;
+  o.route_churn_per_minute = 2;
+  Harness h(o);
+  auto first = Fabric(100'000, 2);  // nic0, nic1
+  h.Update(first);
+  // Replace nic0 by nic5 and nic6: 3 changes, 2 allowed: both additions go
+  // first, nic0's withdrawal waits.
+  auto next = Fabric(100'000, 0);
+  for (auto& [dev, st] : next) {
+    for (const char* d : {"nic1", "nic5", "nic6"}) {
+      auto* r = st.add_routes();
+      r->set_destination(d);
+      r->set_color(1001);
+    }
+  }
+  h.Update(next);
+  std::set<std::string> dests;
+  for (const auto& r : h.running["leaf0"].routes()) dests.insert(r.destination());
+  EXPECT_EQ(dests, (std::set<std::string>{"nic0", "nic1", "nic5", "nic6"}));
+}
+
 }  // namespace
 }  // namespace loom::controller
