@@ -25,20 +25,70 @@ bool SettingMatches(const v1::FabricSetting& s, const v1::Device& d) {
 
 }  // namespace
 
+namespace {
+
+struct Matched {
+  const v1::FabricSetting* dlb = nullptr;
+  const v1::FabricSetting* thresholds = nullptr;
+  const v1::FabricSetting* watchdog = nullptr;
+};
+
+// The settings entries that give `d` each part, less what its southbound
+// cannot carry (`dropped` lists those parts).
+Matched Match(const std::vector<v1::FabricSetting>& settings, const v1::Device& d,
+              const loom::te::DeviceLimits& lim, std::vector<std::string>* dropped) {
+  Matched m;
+  for (const auto& s : settings) {
+    if (!SettingMatches(s, d)) continue;
+    if (s.has_dlb()) m.dlb = &s;
+    if (!s.thresholds().empty()) m.thresholds = &s;
+    if (s.has_pfc_watchdog()) m.watchdog = &s;
+  }
+  auto drop = [&](const v1::FabricSetting*& p, bool can, const char* part) {
+    if (p && !can) {
+      p = nullptr;
+      if (dropped) dropped->push_back(part);
+    }
+  };
+  drop(m.dlb, lim.dlb, "dlb");
+  drop(m.thresholds, lim.thresholds, "thresholds");
+  drop(m.watchdog, lim.pfc_watchdog, "pfc_watchdog");
+  return m;
+}
+
+bool IsSwitch(const v1::Device& d) {
+  return d.role() == v1::DEVICE_ROLE_LEAF || d.role() == v1::DEVICE_ROLE_SPINE ||
+         d.role() == v1::DEVICE_ROLE_SUPER_SPINE;
+}
+
+}  // namespace
+
+std::vector<std::string> Controller::UncarriedSettings(
+    const std::vector<v1::FabricSetting>& settings, const v1::Topology& topology,
+    const loom::te::DeviceLimitsMap& limits) {
+  std::vector<std::string> out;
+  for (const auto& d : topology.devices()) {
+    if (!IsSwitch(d)) continue;
+    const auto& lim = loom::te::LimitsOf(limits, d.id());
+    std::vector<std::string> dropped;
+    Match(settings, d, lim, &dropped);
+    for (const auto& part : dropped) {
+      out.push_back(d.id() + ": " + part + " (programmed by " +
+                    (lim.driver.empty() ? std::string("its driver") : lim.driver) + ")");
+    }
+  }
+  return out;
+}
+
 void Controller::AddFabricSettings(std::map<std::string, v1::DeviceState>* desired) const {
   if (fabric_settings_.empty()) return;
   for (const auto& d : topo_->topology().devices()) {
     auto it = desired->find(d.id());
     if (it == desired->end()) continue;  // not a switch Loom programs
-    const v1::FabricSetting* dlb = nullptr;
-    const v1::FabricSetting* thresholds = nullptr;
-    const v1::FabricSetting* watchdog = nullptr;
-    for (const auto& s : fabric_settings_) {
-      if (!SettingMatches(s, d)) continue;
-      if (s.has_dlb()) dlb = &s;
-      if (!s.thresholds().empty()) thresholds = &s;
-      if (s.has_pfc_watchdog()) watchdog = &s;
-    }
+    const Matched m = Match(fabric_settings_, d, loom::te::LimitsOf(limits_, d.id()), nullptr);
+    const v1::FabricSetting* dlb = m.dlb;
+    const v1::FabricSetting* thresholds = m.thresholds;
+    const v1::FabricSetting* watchdog = m.watchdog;
     v1::DeviceState& st = it->second;
     // DLB tuning (already in `desired`) wins over the configured base profile.
     if (dlb && !st.has_dlb()) *st.mutable_dlb() = dlb->dlb();

@@ -108,7 +108,14 @@ class Controller {
   void SetDeviceLimits(const loom::te::DeviceLimitsMap& limits) {
     placement_.SetDeviceLimits(limits);
     adaptive_.SetDeviceLimits(limits);
+    limits_ = limits;
   }
+  // Configured fabric-wide settings a device cannot carry ("leaf0: thresholds
+  // (programmed by bgp)"); they are not asked of it. For start-up and reload
+  // logs.
+  static std::vector<std::string> UncarriedSettings(
+      const std::vector<loom::v1::FabricSetting>& settings, const loom::v1::Topology& topology,
+      const loom::te::DeviceLimitsMap& limits);
   // Periodic work on the strand: pushes changed desired state to the
   // reconciler and lets it apply, retry and check drift. Production calls it
   // from a timer; closed-loop tests call it after advancing virtual time.
@@ -246,6 +253,7 @@ class Controller {
   bool desired_dirty_ = true;
   // Change safety (change_control.cc).
   std::vector<loom::v1::FabricSetting> fabric_settings_;
+  loom::te::DeviceLimitsMap limits_;
   ChangeGate gate_;
   void AddFabricSettings(std::map<std::string, loom::v1::DeviceState>* desired) const;
   std::vector<LinkHealthSample> SampleLinks(const std::vector<std::string>& devices) const;

@@ -543,8 +543,13 @@ loom::te::DeviceLimitsMap DeviceLimitsOf(const Southbound& sb) {
     l.spray = caps.spray_rules;
     l.alb = caps.alb_tables;
     l.glb_weights = caps.glb_weights || bgp.count(device) > 0;  // link bandwidth over BGP
+    l.thresholds = caps.ecn_thresholds;
+    l.pfc_watchdog = caps.pfc_watchdog;
     l.driver = (bgp.count(device) ? "bgp+gnmi:" : "gnmi:") + adapter_name;
-    if (!l.qp_split_routes || !l.dlb || !l.spray || !l.alb || !l.glb_weights) out[device] = l;
+    if (!l.qp_split_routes || !l.dlb || !l.spray || !l.alb || !l.glb_weights || !l.thresholds ||
+        !l.pfc_watchdog) {
+      out[device] = l;
+    }
   };
   for (const auto* list : {&sb.set_with_bgp, &sb.set_only}) {
     for (const auto& g : *list) from_adapter(g.device, "loom");
@@ -555,7 +560,7 @@ loom::te::DeviceLimitsMap DeviceLimitsOf(const Southbound& sb) {
   for (const auto& device : bgp) {
     if (with_set.count(device)) continue;
     loom::te::DeviceLimits l;  // BGP-DPF alone: one color per prefix, weights
-    l.qp_split_routes = l.dlb = l.spray = l.alb = false;
+    l.qp_split_routes = l.dlb = l.spray = l.alb = l.thresholds = l.pfc_watchdog = false;
     l.driver = "bgp";
     out[device] = l;
   }

@@ -326,7 +326,17 @@ int main(int argc, char** argv) {
   }
   // Placement and the adaptive engine ask each device only for what its
   // drivers can carry.
-  controller.SetDeviceLimits(loom::loomd::DeviceLimitsOf(sb));
+  const loom::te::DeviceLimitsMap device_limits = loom::loomd::DeviceLimitsOf(sb);
+  controller.SetDeviceLimits(device_limits);
+  auto warn_uncarried = [&](const loom::v1::LoomdConfig& c) {
+    for (const auto& u : loom::controller::Controller::UncarriedSettings(
+             {c.fabric_settings().begin(), c.fabric_settings().end()}, index->topology(),
+             device_limits)) {
+      LOG_WARN("fabricSettings: not asked of a device whose southbound cannot carry it")
+          .With("setting", u);
+    }
+  };
+  warn_uncarried(config);
   if (!sb.set_only.empty()) {
     loom::southbound::gnmi::GnmiDriverConfig gc;
     gc.devices = sb.set_only;
@@ -812,6 +822,7 @@ int main(int argc, char** argv) {
       }
       inventory = inv;
     }
+    warn_uncarried(fresh);
     controller.SetFabricSettings({fresh.fabric_settings().begin(), fresh.fabric_settings().end()});
     if (!had_targets && !snapshots.joinable()) snapshots = std::thread(snapshot_loop);
     LOG_INFO("configuration reloaded (SIGHUP)")

@@ -25,6 +25,9 @@ struct DeviceLimits {
   bool alb = true;
   // GLB weights (link bandwidth or weighted next hops).
   bool glb_weights = true;
+  // Configured fabric-wide settings: ECN/PFC thresholds, the PFC watchdog.
+  bool thresholds = true;
+  bool pfc_watchdog = true;
   // How the device is programmed, for reasons ("bgp", "bgp+gnmi:sonic").
   std::string driver;
 };
