@@ -271,6 +271,17 @@ class GnmiTarget::Service final : public gnmi::gNMI::CallbackService {
   grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* ctx, const gnmi::SetRequest* req,
                                 gnmi::SetResponse* resp) override {
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    if (target_->behaviour_) {
+      if (!target_->latest()) {
+        r->Finish(kNoData);
+        return r;
+      }
+      target_->behaviour_->Set(*req, [r, resp](Status s, gnmi::SetResponse sr) {
+        if (s.ok()) *resp = std::move(sr);
+        r->Finish(ToGrpc(s));
+      });
+      return r;
+    }
     if (target_->config_ == nullptr) {
       r->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                              "gNMI Set is not enabled on this target: no fabric config attached "
