@@ -210,6 +210,8 @@ class FabricLoop {
   std::mutex mu_;
   std::vector<std::function<void(Fabric&)>> posted_;  // guarded by mu_
   bool finished_ = false;                             // guarded by mu_
+  // Serializes the closures run after Run() has returned (re-entrant).
+  std::recursive_mutex after_mu_;
   std::atomic<bool> has_posted_{false};
 };
 

@@ -204,10 +204,7 @@ ApplyResult InProcessDriver::ApplyNow(const v1::DeviceState& desired) {
   if (desired.has_pfc_watchdog()) {
     const v1::PfcWatchdog& w = desired.pfc_watchdog();
     Status s;
-    if (w.action() == v1::PFC_WATCHDOG_ACTION_ALERT) {
-      s = Status(StatusCode::kUnimplemented,
-                 "the emulator's PFC watchdog drops or forwards; action alert is not emulated");
-    } else if (w.detection_time_ms() == 0 || w.restoration_time_ms() == 0) {
+    if (w.detection_time_ms() == 0 || w.restoration_time_ms() == 0) {
       s = Status(StatusCode::kInvalidArgument,
                  "pfc_watchdog: detection and restoration time must be > 0");
     } else {
@@ -222,6 +219,7 @@ ApplyResult InProcessDriver::ApplyNow(const v1::DeviceState& desired) {
       cfg.detection_ns = static_cast<TimeNs>(w.detection_time_ms()) * kNsPerMs;
       cfg.restoration_ns = static_cast<TimeNs>(w.restoration_time_ms()) * kNsPerMs;
       cfg.action = w.action() == v1::PFC_WATCHDOG_ACTION_FORWARD ? WatchdogAction::kForward
+                   : w.action() == v1::PFC_WATCHDOG_ACTION_ALERT ? WatchdogAction::kAlert
                                                                  : WatchdogAction::kDrop;
       s = fabric_->SetWatchdog(dev, cfg);
     }

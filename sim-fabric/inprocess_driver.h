@@ -16,9 +16,8 @@
 // and DLB profile; alb_tables -> SetAlbTable; spray_rules -> spray priority
 // mask; thresholds -> ECN/PFC; disabled_interfaces -> the interface's link
 // goes down (SetLinkUp false), and up again when it leaves the list;
-// pfc_watchdog -> the switch's PFC watchdog (SetWatchdog; action alert is
-// refused: the emulator only drops or forwards), and back to the switch's
-// earlier watchdog when it leaves the state;
+// pfc_watchdog -> the switch's PFC watchdog (SetWatchdog: drop, forward or
+// alert), and back to the switch's earlier watchdog when it leaves the state;
 // next_hop_reach (NNHN data) -> nothing to program (the emulator forwards by
 // its own topology), echoed as applied. Parts the emulator refuses are
 // reported as failures with the emulator's status; what was applied is the

@@ -52,7 +52,7 @@ class PersonalitySetTest : public ::testing::Test {
     f_ = std::make_unique<SmallFabric>(10 * kNsPerUs);
     wire_ = std::make_unique<WireConfig>(f_->fabric.get(), f_->topo,
                                          [this](std::function<void(Fabric&)> fn) {
-                                           std::lock_guard<std::mutex> lock(fab_mu_);
+                                           std::lock_guard<std::recursive_mutex> lock(fab_mu_);
                                            fn(*f_->fabric);
                                          });
     GnmiOptions go;
@@ -77,7 +77,7 @@ class PersonalitySetTest : public ::testing::Test {
     for (auto& t : targets_) t->Stop();
   }
   void Publish() {
-    std::lock_guard<std::mutex> lock(fab_mu_);
+    std::lock_guard<std::recursive_mutex> lock(fab_mu_);
     auto snap = builder_->Capture();
     for (auto& t : targets_) t->Publish(snap);
   }
@@ -137,7 +137,7 @@ class PersonalitySetTest : public ::testing::Test {
 
   // Bytes leaving leaf0 on each uplink over 5 ms of virtual time.
   void Window(double* on0, double* on1) {
-    std::lock_guard<std::mutex> lock(fab_mu_);
+    std::lock_guard<std::recursive_mutex> lock(fab_mu_);
     Fabric& fab = *f_->fabric;
     fab.RunUntil(fab.now() + 2 * kNsPerMs);
     const double a0 = OutOctets(fab, f_->leaf0, up0_), a1 = OutOctets(fab, f_->leaf0, up1_);
@@ -153,22 +153,22 @@ class PersonalitySetTest : public ::testing::Test {
     return on0 > on1 ? "spine1" : "spine0";
   }
   SwitchConfig Config() {
-    std::lock_guard<std::mutex> lock(fab_mu_);
+    std::lock_guard<std::recursive_mutex> lock(fab_mu_);
     return *f_->fabric->GetSwitchConfig(f_->leaf0);
   }
   size_t Routes() {
-    std::lock_guard<std::mutex> lock(fab_mu_);
+    std::lock_guard<std::recursive_mutex> lock(fab_mu_);
     return f_->fabric->RouteCount(f_->leaf0);
   }
   bool LinkUp(const std::string& ifc) {
-    std::lock_guard<std::mutex> lock(fab_mu_);
+    std::lock_guard<std::recursive_mutex> lock(fab_mu_);
     InterfaceCounters c;
     EXPECT_TRUE(f_->fabric->GetInterfaceCounters(f_->leaf0, ifc, &c).ok());
     return c.oper_up;
   }
 
   PersonalityKind kind_ = PersonalityKind::kSonic;
-  std::mutex fab_mu_;
+  std::recursive_mutex fab_mu_;  // re-entrant: a Set's completion may start the next one
   std::unique_ptr<SmallFabric> f_;
   std::unique_ptr<WireConfig> wire_;
   std::vector<std::unique_ptr<GnmiTarget>> targets_;
@@ -432,8 +432,11 @@ TEST_F(PersonalitySetTest, SonicRefusesInvalidPayloadsAndChangesNothing) {
 TEST_F(PersonalitySetTest, SonicDeletesAndPortAdminStatusReachTheSwitch) {
   Start(PersonalityKind::kSonic);
   const bool wd_before = Config().watchdog.enabled;
-  ASSERT_TRUE(Set(Encode("sonic", Desired("spine0")).request).ok());
+  v1::DeviceState alert = Desired("spine0");
+  alert.mutable_pfc_watchdog()->set_action(v1::PFC_WATCHDOG_ACTION_ALERT);
+  ASSERT_TRUE(Set(Encode("sonic", alert).request).ok());
   ASSERT_TRUE(Config().watchdog.enabled);
+  EXPECT_EQ(Config().watchdog.action, WatchdogAction::kAlert);
   v1::DeviceState off = Desired("spine0");
   off.mutable_dlb()->set_mode(v1::DLB_MODE_STATIC);  // the adapter deletes the ARS rows
   off.add_disabled_interfaces(up1_);
@@ -455,6 +458,34 @@ TEST_F(PersonalitySetTest, SonicDeletesAndPortAdminStatusReachTheSwitch) {
   EXPECT_FALSE(LinkUp(up1_));
   EXPECT_TRUE(LinkUp(up0_));
   EXPECT_EQ(wire_->Applied(f_->leaf0).disabled_interfaces_size(), 1);
+}
+
+// Sets arriving together run one at a time, each validated against the
+// datastore the previous one committed: all succeed and the switch ends with
+// the datastore's values.
+TEST_F(PersonalitySetTest, SonicSerializesConcurrentSets) {
+  Start(PersonalityKind::kSonic);
+  std::vector<std::future<grpc::Status>> done;
+  for (int i = 0; i < 8; ++i) {
+    v1::DeviceState s = Desired("spine0");
+    s.mutable_thresholds(0)->set_ecn_kmin_bytes(10000 * (i + 1));
+    gnmi::SetRequest req = Encode("sonic", s).request;
+    done.push_back(std::async(std::launch::async, [this, req] { return Set(req); }));
+  }
+  for (auto& d : done) {
+    grpc::Status st = d.get();
+    EXPECT_TRUE(st.ok()) << st.error_message();
+  }
+  gnmi::GetRequest get;
+  get.mutable_prefix()->set_origin("sonic-db");
+  *get.add_path() = P("/CONFIG_DB/localhost/WRED_PROFILE/LOOM_ECN_0/green_min_threshold");
+  get.set_encoding(gnmi::JSON_IETF);
+  gnmi::GetResponse gr;
+  ASSERT_TRUE(Get(get, &gr).ok());
+  JsonValue v;
+  std::string err;
+  ASSERT_TRUE(ParseJson(gr.notification(0).update(0).val().json_ietf_val(), &v, &err)) << err;
+  EXPECT_DOUBLE_EQ(Config().ecn[3].kmin_bytes, std::stod(v.text));
 }
 
 // ------------------------------------------------------------------ openconfig
