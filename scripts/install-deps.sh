@@ -8,7 +8,7 @@ set -euo pipefail
 BUILD_PKGS=(
   cmake ninja-build ccache g++ pkg-config git
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
-  prometheus-cpp-dev libboost-dev libsqlite3-dev
+  prometheus-cpp-dev libboost-dev libsqlite3-dev libyang2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 TEST_PKGS=(

@@ -1428,8 +1428,9 @@ void Fabric::Impl::QueuePass() {
     q.dropping = false;
     if (q.wd == WatchdogState::kStormed) {
       unsteady = true;
-      stormed = true;
-      q.dropping = nodes[pt.node].cfg.watchdog.action == WatchdogAction::kDrop;
+      const WatchdogAction action = nodes[pt.node].cfg.watchdog.action;
+      stormed = action != WatchdogAction::kAlert;  // alert: detected, still paused
+      q.dropping = action == WatchdogAction::kDrop;
     }
     double cap = pt.live ? pt.cap_step : 0;
     if (q.paused_until > t && !stormed) cap = 0;

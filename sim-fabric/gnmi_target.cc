@@ -271,6 +271,17 @@ class GnmiTarget::Service final : public gnmi::gNMI::CallbackService {
   grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* ctx, const gnmi::SetRequest* req,
                                 gnmi::SetResponse* resp) override {
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    if (target_->behaviour_) {
+      if (!target_->latest()) {
+        r->Finish(kNoData);
+        return r;
+      }
+      target_->behaviour_->Set(*req, [r, resp](Status s, gnmi::SetResponse sr) {
+        if (s.ok()) *resp = std::move(sr);
+        r->Finish(ToGrpc(s));
+      });
+      return r;
+    }
     if (target_->config_ == nullptr) {
       r->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                              "gNMI Set is not enabled on this target: no fabric config attached "
@@ -379,15 +390,19 @@ FabricLoop::FabricLoop(Fabric* fabric, GnmiTarget* target, FabricLoopOptions opt
 FabricLoop::~FabricLoop() = default;
 
 void FabricLoop::Post(std::function<void(Fabric&)> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (finished_) {
-    // Run() has returned: nobody steps the fabric any more; run it here,
-    // serialized by mu_, so waiters (a gNMI Set) still complete.
-    fn(*fabric_);
-    return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!finished_) {
+      posted_.push_back(std::move(fn));
+      has_posted_.store(true);
+      return;
+    }
   }
-  posted_.push_back(std::move(fn));
-  has_posted_.store(true);
+  // Run() has returned: nobody steps the fabric any more; run it here,
+  // serialized (re-entrantly: a closure may post the next one, as a
+  // personality's queued Sets do), so waiters (a gNMI Set) still complete.
+  std::lock_guard<std::recursive_mutex> lock(after_mu_);
+  fn(*fabric_);
 }
 
 void FabricLoop::RunPosted() {
@@ -463,10 +478,14 @@ void FabricLoop::Run() {
     virtual_now_.store(fabric_->now());
   }
   virtual_now_.store(fabric_->now());
-  std::lock_guard<std::mutex> lock(mu_);
-  finished_ = true;
-  for (auto& fn : posted_) fn(*fabric_);
-  posted_.clear();
+  std::vector<std::function<void(Fabric&)>> left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_ = true;
+    left.swap(posted_);
+  }
+  std::lock_guard<std::recursive_mutex> lock(after_mu_);
+  for (auto& fn : left) fn(*fabric_);
 }
 
 }  // namespace loom::sim

@@ -9,8 +9,9 @@
 //   Capabilities  models openconfig-interfaces, openconfig-qos and the loom
 //                 extensions; encodings JSON_IETF, PROTO (and JSON).
 // With a TargetBehaviour (SetBehaviour) the target serves that instead:
-// Capabilities, Get and Subscribe come from the behaviour (same threading,
-// queueing and errors); Set stays as below (UNIMPLEMENTED without a config).
+// Capabilities, Get, Subscribe and Set come from the behaviour (same
+// threading, queueing and errors; a platform personality's Set validates
+// against its platform's YANG models, personality.h).
 //   Get           the latest snapshot's leaves under the paths (type ALL or
 //                 STATE; see Set for CONFIG and OPERATIONAL).
 //   Subscribe     STREAM (SAMPLE with sample_interval / suppress_redundant /
@@ -70,7 +71,7 @@ namespace loom::sim {
 // catalogue: a platform personality (personality.h) answering Capabilities,
 // Get and Subscribe the way one switch OS does. Trigger — the target's gRPC
 // handlers (Capabilities, Get, Subscribe) and Publish(). Thread —
-// Capabilities(), Get() and CreateSession() on gRPC callback threads,
+// Capabilities(), Get(), Set() and CreateSession() on gRPC callback threads,
 // concurrently; OnPublish() on the stepping thread with the target's mutex
 // held, before the streams tick. Implementations guard their own state.
 class TargetBehaviour {
@@ -84,6 +85,14 @@ class TargetBehaviour {
   virtual Status CreateSession(const gnmi::SubscriptionList& list, const FabricSnapshot& snap,
                                std::unique_ptr<SubscribeSession>* out) = 0;
   virtual void OnPublish(const std::shared_ptr<const FabricSnapshot>& snap) = 0;
+  // gNMI Set. `done` is called exactly once, on any thread; `req` stays
+  // valid until then. Default: UNIMPLEMENTED.
+  virtual void Set(const gnmi::SetRequest& req,
+                   std::function<void(Status, gnmi::SetResponse)> done) {
+    (void)req;
+    done(Status(StatusCode::kUnimplemented, "gNMI Set is not supported by this target"),
+         gnmi::SetResponse());
+  }
 };
 
 struct GnmiTargetOptions {
@@ -201,6 +210,8 @@ class FabricLoop {
   std::mutex mu_;
   std::vector<std::function<void(Fabric&)>> posted_;  // guarded by mu_
   bool finished_ = false;                             // guarded by mu_
+  // Serializes the closures run after Run() has returned (re-entrant).
+  std::recursive_mutex after_mu_;
   std::atomic<bool> has_posted_{false};
 };
 

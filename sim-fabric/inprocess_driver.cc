@@ -198,6 +198,45 @@ ApplyResult InProcessDriver::ApplyNow(const v1::DeviceState& desired) {
     }
     if (!first.ok()) fail("disabled_interfaces", first);
   }
+  // PFC watchdog: present = enabled with these settings; when Loom stops
+  // managing it (absent after present) the switch gets back what it ran
+  // before Loom's first watchdog.
+  if (desired.has_pfc_watchdog()) {
+    const v1::PfcWatchdog& w = desired.pfc_watchdog();
+    Status s;
+    if (w.detection_time_ms() == 0 || w.restoration_time_ms() == 0) {
+      s = Status(StatusCode::kInvalidArgument,
+                 "pfc_watchdog: detection and restoration time must be > 0");
+    } else {
+      WatchdogConfig cfg;
+      if (const SwitchConfig* sc = fabric_->GetSwitchConfig(dev)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        boot_watchdog_.emplace(dev, sc->watchdog);
+        cfg = sc->watchdog;
+      }
+      cfg.enabled = true;
+      if (w.poll_interval_ms() > 0) cfg.poll_ns = w.poll_interval_ms() * kNsPerMs;
+      cfg.detection_ns = static_cast<TimeNs>(w.detection_time_ms()) * kNsPerMs;
+      cfg.restoration_ns = static_cast<TimeNs>(w.restoration_time_ms()) * kNsPerMs;
+      cfg.action = w.action() == v1::PFC_WATCHDOG_ACTION_FORWARD ? WatchdogAction::kForward
+                   : w.action() == v1::PFC_WATCHDOG_ACTION_ALERT ? WatchdogAction::kAlert
+                                                                 : WatchdogAction::kDrop;
+      s = fabric_->SetWatchdog(dev, cfg);
+    }
+    if (!s.ok()) fail("pfc_watchdog", s);
+  } else if (before.has_pfc_watchdog()) {
+    WatchdogConfig boot;
+    bool known = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = boot_watchdog_.find(dev);
+      if (it != boot_watchdog_.end()) {
+        boot = it->second;
+        known = true;
+      }
+    }
+    if (known) (void)fabric_->SetWatchdog(dev, boot);
+  }
   // What is applied: the desired state without the failed parts (their
   // previous content stays).
   for (const auto& f : r.failures) {
@@ -208,6 +247,13 @@ ApplyResult InProcessDriver::ApplyNow(const v1::DeviceState& desired) {
     if (f.part == "alb_tables") *r.applied.mutable_alb_tables() = before.alb_tables();
     if (f.part == "spray_rules") *r.applied.mutable_spray_rules() = before.spray_rules();
     if (f.part == "thresholds") *r.applied.mutable_thresholds() = before.thresholds();
+    if (f.part == "pfc_watchdog") {
+      if (before.has_pfc_watchdog()) {
+        *r.applied.mutable_pfc_watchdog() = before.pfc_watchdog();
+      } else {
+        r.applied.clear_pfc_watchdog();
+      }
+    }
     if (f.part == "disabled_interfaces") {
       *r.applied.mutable_disabled_interfaces() = before.disabled_interfaces();
     }

@@ -16,6 +16,8 @@
 // and DLB profile; alb_tables -> SetAlbTable; spray_rules -> spray priority
 // mask; thresholds -> ECN/PFC; disabled_interfaces -> the interface's link
 // goes down (SetLinkUp false), and up again when it leaves the list;
+// pfc_watchdog -> the switch's PFC watchdog (SetWatchdog: drop, forward or
+// alert), and back to the switch's earlier watchdog when it leaves the state;
 // next_hop_reach (NNHN data) -> nothing to program (the emulator forwards by
 // its own topology), echoed as applied. Parts the emulator refuses are
 // reported as failures with the emulator's status; what was applied is the
@@ -65,6 +67,8 @@ class InProcessDriver final : public loom::southbound::Driver {
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> towards_;
   mutable std::mutex mu_;
   std::map<std::string, loom::v1::DeviceState> applied_;  // guarded by mu_
+  // The watchdog each switch ran before Loom's first one.
+  std::map<std::string, WatchdogConfig> boot_watchdog_;  // guarded by mu_
 };
 
 }  // namespace loom::sim

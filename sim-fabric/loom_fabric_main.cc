@@ -5,7 +5,7 @@
 //               [--sample-ns N] [--no-progress]
 //               [--gnmi-listen HOST:PORT] [--ready-file FILE] [--realtime] [--speed F]
 //               [--duration D] [--gnmi-tick-ns N] [--bgp-listen HOST:PORT] [--loom-as N]
-//               [--personality DEVICE=NAME]... [--profile-dir DIR]
+//               [--personality DEVICE=NAME]... [--profile-dir DIR] [--yang-dir DIR]
 //
 // Batch mode (no --gnmi-listen, no pacing): steps as fast as possible until the
 // duration or until every job is done, prints per-job completion times and a
@@ -23,8 +23,9 @@
 //
 // Platform personalities (--personality, personality.h): each named device
 // also gets its own gNMI server on 127.0.0.1 (ephemeral port) serving it as
-// that platform does, from the telemetry profiles; the shared --gnmi-listen
-// server is unchanged.
+// that platform does, from the telemetry profiles, and accepting Set the way
+// that platform does (validated against its YANG models, sim-fabric/yang);
+// the shared --gnmi-listen server is unchanged.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -75,8 +76,16 @@ constexpr char kUsage[] =
     "                     NAME does, from the telemetry profiles: sonic (COUNTERS_DB/APPL_DB\n"
     "                     targets, SONiC JSON objects, OID maps, 1 s minimum sample, flex-counter\n"
     "                     refresh), openconfig (OpenConfig only, PROTO/JSON_IETF/JSON),\n"
-    "                     openconfig-json (OpenConfig, JSON_IETF only)\n"
+    "                     openconfig-json (OpenConfig, JSON_IETF only). Each also takes gNMI\n"
+    "                     Set as that platform does, validated against its public YANG models\n"
+    "                     (whole request refused with INVALID_ARGUMENT naming the data path,\n"
+    "                     nothing applied) and applied to the switch: sonic = CONFIG_DB via\n"
+    "                     origin sonic-db (/CONFIG_DB/localhost/TABLE/KEY: STATIC_ROUTE,\n"
+    "                     ARS_*, PFC_WD, WRED_PROFILE, QUEUE, PORT), openconfig = static routes,\n"
+    "                     qos queue-management profiles, interface enabled\n"
     "  --profile-dir DIR  extra telemetry profile directory (its files replace shipped ones)\n"
+    "  --yang-dir DIR     the YANG modules personalities validate Set with (default:\n"
+    "                     $LOOM_YANG_DIR, else sim-fabric/yang beside the build)\n"
     "  --ready-file FILE  once listening, write {\"gnmi_port\": N, \"gnmi_devices\":\n"
     "                     {\"leaf0\": {\"port\": N, \"personality\": \"sonic\"}, ...},\n"
     "                     \"bgp\": {\"leaf0\": P, ...}}\n"
@@ -193,7 +202,7 @@ int main(int argc, char** argv) {
   if (!flags.Parse(
           static_cast<int>(args.size()), args.data(), 1,
           {"out", "duration-ns", "seed", "step-ns", "sample-ns", "gnmi-listen", "ready-file",
-           "speed", "duration", "gnmi-tick-ns", "bgp-listen", "loom-as", "profile-dir"},
+           "speed", "duration", "gnmi-tick-ns", "bgp-listen", "loom-as", "profile-dir", "yang-dir"},
           {"help", "no-progress", "realtime"}, &error)) {
     std::fprintf(stderr, "loom-fabric: %s\n%s", error.c_str(), kUsage);
     return 2;
@@ -299,13 +308,23 @@ int main(int argc, char** argv) {
       to.listen_address = gnmi_listen;
       target = std::make_unique<GnmiTarget>(go, to);
     }
+    // The loop is built once the personality targets exist; Sets reach the
+    // fabric through it (a target answers UNAVAILABLE until the loop's first
+    // snapshot, so nothing is posted before it exists).
+    std::unique_ptr<FabricLoop> loop;
+    WireConfig wire(fab.get(), sc.topology,
+                    [&loop](std::function<void(Fabric&)> fn) { loop->Post(std::move(fn)); });
     std::vector<std::unique_ptr<GnmiTarget>> persona_targets;
     std::map<std::string, PersonalityPort> persona_ports;
     if (target) {
       std::vector<std::string> profile_dirs;
       if (flags.Has("profile-dir")) profile_dirs.push_back(flags.Get("profile-dir"));
+      PersonalitySetOptions pso;
+      pso.wire = &wire;
+      pso.topology = &sc.topology;
+      pso.yang_dir = flags.Get("yang-dir");
       loom::Status st = StartPersonalityTargets(personalities, profile_dirs, fab->Devices(),
-                                                target->gnmi_options(), &persona_targets);
+                                                target->gnmi_options(), &persona_targets, pso);
       if (!st.ok()) {
         std::fprintf(stderr, "loom-fabric: %s\n", st.message().c_str());
         return 1;
@@ -323,9 +342,7 @@ int main(int argc, char** argv) {
     for (auto& t : persona_targets) lo.more_targets.push_back(t.get());
     lo.duration_ns = sc.duration_ns;
     if (record) lo.on_step = [&rec](Fabric&) { rec.Sample(); };
-    FabricLoop loop(fab.get(), target.get(), lo);
-    WireConfig wire(fab.get(), sc.topology,
-                    [&loop](std::function<void(Fabric&)> fn) { loop.Post(std::move(fn)); });
+    loop = std::make_unique<FabricLoop>(fab.get(), target.get(), lo);
     std::unique_ptr<WireBgpLeaves> bgp;
     if (!bgp_listen.empty()) {
       WireBgpOptions bo;
@@ -362,10 +379,10 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    g_loop.store(&loop);
+    g_loop.store(loop.get());
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
-    loop.Run();
+    loop->Run();
     g_loop.store(nullptr);
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);

@@ -10,6 +10,8 @@
 
 #include "common/log.h"
 #include "common/text.h"
+#include "sim-fabric/yang_context.h"
+#include "southbound/bgp/prefix_plan.h"
 #include "telemetry/path.h"
 
 namespace loom::sim {
@@ -564,6 +566,10 @@ gnmi::CapabilityResponse Personality::Capabilities() const {
     add("openconfig-if-ethernet", "OpenConfig working group", "2.13.0");
     add("openconfig-qos", "OpenConfig working group", "0.11.0");
     add("openconfig-lldp", "OpenConfig working group", "0.2.1");
+    if (platform_) {  // Set: the models of the vendored set (sim-fabric/yang)
+      add("openconfig-network-instance", "OpenConfig working group", "4.7.0");
+      add("openconfig-local-routing", "OpenConfig working group", "4.1.0");
+    }
     if (kind_ == PersonalityKind::kOpenConfig) {
       r.add_supported_encodings(gnmi::PROTO);
       r.add_supported_encodings(gnmi::JSON_IETF);
@@ -730,6 +736,7 @@ Status Personality::CreateSession(const gnmi::SubscriptionList& list, const Fabr
 Status Personality::Get(const FabricSnapshot& snap, const gnmi::GetRequest& req,
                         gnmi::GetResponse* resp) {
   resp->Clear();
+  if (platform_ && platform_->IsConfigGet(req)) return platform_->Get(req, WallNs(), resp);
   if (!gnmi::GetRequest::DataType_IsValid(req.type())) {
     return InvalidArgument("unknown GetRequest.type " + std::to_string(req.type()));
   }
@@ -753,6 +760,74 @@ Status Personality::Get(const FabricSnapshot& snap, const gnmi::GetRequest& req,
   session->Initial(snap, &ns);
   for (auto& n : ns) *resp->add_notification() = std::move(n);
   return Status::Ok();
+}
+
+void Personality::AttachConfig(std::unique_ptr<PlatformConfig> config, WireConfig* wire) {
+  platform_ = std::move(config);
+  wire_ = wire;
+}
+
+void Personality::Set(const gnmi::SetRequest& req,
+                      std::function<void(Status, gnmi::SetResponse)> done) {
+  if (!platform_ || wire_ == nullptr) {
+    done(Status(StatusCode::kUnimplemented, std::string("gNMI Set is not enabled on the ") +
+                                                PersonalityName(kind_) + " personality of " +
+                                                device_ + " (no fabric config attached)"),
+         gnmi::SetResponse());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(set_mu_);
+    sets_.push_back({&req, std::move(done)});
+    if (set_running_) return;
+    set_running_ = true;
+  }
+  RunSets();
+}
+
+void Personality::RunSets() {
+  for (;;) {
+    PendingSet p;
+    {
+      std::lock_guard<std::mutex> lock(set_mu_);
+      if (sets_.empty()) {
+        set_running_ = false;
+        return;
+      }
+      p = std::move(sets_.front());
+      sets_.pop_front();
+    }
+    std::unique_ptr<PlatformConfig::Candidate> c;
+    Status s = platform_->Prepare(*p.req, &c);
+    if (!s.ok()) {
+      LOG_INFO("personality set rejected")
+          .With("device", device_)
+          .With("personality", PersonalityName(kind_))
+          .With("code", static_cast<int64_t>(s.code()))
+          .With("error", s.message());
+      p.done(s, gnmi::SetResponse());
+      continue;
+    }
+    // Applied on the fabric thread; the next Set starts when this one is done.
+    auto holder = std::make_shared<std::unique_ptr<PlatformConfig::Candidate>>(std::move(c));
+    const loom::v1::DeviceState state = (*holder)->state;
+    wire_->Program(device_, state, platform_->owned_fields(),
+                   [self = shared_from_this(), holder, done = std::move(p.done)](Status st) {
+                     if (st.ok()) {
+                       gnmi::SetResponse resp = std::move((*holder)->response);
+                       resp.set_timestamp(WallNs());
+                       self->platform_->Commit(std::move(*holder));
+                       done(Status::Ok(), std::move(resp));
+                     } else {
+                       LOG_INFO("personality set refused by the emulator")
+                           .With("device", self->device_)
+                           .With("error", st.message());
+                       done(st, gnmi::SetResponse());
+                     }
+                     self->RunSets();
+                   });
+    return;
+  }
 }
 
 void Personality::OnPublish(const std::shared_ptr<const FabricSnapshot>& snap) {
@@ -926,9 +1001,19 @@ std::shared_ptr<const Personality::DeviceMap> Personality::BuildMap(const Fabric
 Status StartPersonalityTargets(const std::vector<PersonalitySpec>& specs,
                                const std::vector<std::string>& profile_dirs,
                                const std::vector<std::string>& devices, const GnmiOptions& options,
-                               std::vector<std::unique_ptr<GnmiTarget>>* out) {
+                               std::vector<std::unique_ptr<GnmiTarget>>* out,
+                               const PersonalitySetOptions& set_options) {
   out->clear();
   if (specs.empty()) return Status::Ok();
+  if (set_options.wire != nullptr && set_options.topology == nullptr) {
+    return InvalidArgument("personalities: Set needs the topology");
+  }
+  const std::string yang_dir =
+      set_options.yang_dir.empty() ? ShippedYangDir() : set_options.yang_dir;
+  std::shared_ptr<const southbound::bgp::PrefixPlan> plan;
+  if (set_options.topology != nullptr) {
+    plan = std::make_shared<southbound::bgp::PrefixPlan>(*set_options.topology);
+  }
   std::vector<std::string> dirs;
   const std::string shipped = telemetry::ShippedProfileDir();
   if (!shipped.empty()) dirs.push_back(shipped);
@@ -955,8 +1040,27 @@ Status StartPersonalityTargets(const std::vector<PersonalitySpec>& specs,
     GnmiTargetOptions to;
     to.listen_address = "127.0.0.1:0";
     auto target = std::make_unique<GnmiTarget>(options, to);
-    target->SetBehaviour(
-        std::make_shared<Personality>(spec.kind, it->second, spec.device, options));
+    auto persona = std::make_shared<Personality>(spec.kind, it->second, spec.device, options);
+    if (set_options.wire != nullptr && set_options.wire->IsSwitch(spec.device)) {
+      const YangModuleSet ys =
+          spec.kind == PersonalityKind::kSonic ? YangModuleSet::kSonic : YangModuleSet::kOpenConfig;
+      std::shared_ptr<YangContext> yang;
+      Status ys_status = YangContext::Get(ys, yang_dir, &yang);
+      if (!ys_status.ok()) {
+        return FailedPrecondition("--personality " + spec.device + "=" +
+                                  PersonalityName(spec.kind) + ": " + ys_status.message());
+      }
+      DeviceFacts facts = FactsOf(*set_options.topology, spec.device, plan);
+      std::unique_ptr<PlatformConfig> config;
+      Status cs =
+          spec.kind == PersonalityKind::kSonic
+              ? MakeSonicConfig(std::move(facts), std::move(yang), &config)
+              : MakeOpenConfigConfig(std::move(facts), std::move(yang),
+                                     spec.kind == PersonalityKind::kOpenConfigJson, &config);
+      if (!cs.ok()) return cs;
+      persona->AttachConfig(std::move(config), set_options.wire);
+    }
+    target->SetBehaviour(std::move(persona));
     Status s = target->Start();
     if (!s.ok()) return s;
     out->push_back(std::move(target));

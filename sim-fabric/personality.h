@@ -54,16 +54,41 @@
 // All kinds: STREAM (SAMPLE, ON_CHANGE, suppress_redundant,
 // heartbeat_interval, updates_only), ONCE, POLL; sync_response after the
 // initial data; Get = the initial data of a ONCE subscription to the paths.
+//
+// Set and config Get (with AttachConfig: loom-fabric always attaches one):
+// each personality keeps its device's configuration the way the platform
+// does (platform_config.h has the paths, semantics, status codes and the
+// mapping to the emulator):
+//   sonic            CONFIG_DB through origin sonic-db,
+//                    /CONFIG_DB/localhost/<TABLE>/<key>[/<field>]; validated
+//                    against sonic-yang-models (sonic-static-route,
+//                    sonic-pfcwd, sonic-wred-profile, sonic-queue, sonic-port,
+//                    the ARS proposal sonic-ars, ...); Get type ALL of
+//                    /CONFIG_DB/... answers the rows.
+//   openconfig(-json) /interfaces, /qos, /network-instances, /lldp; validated
+//                    against the OpenConfig models (openconfig-qos,
+//                    -interfaces, -network-instance with local-routing, ...);
+//                    Get type CONFIG answers the configuration.
+// A SetRequest is one transaction: the whole resulting datastore must pass
+// the YANG models (INVALID_ARGUMENT with libyang's message and data path
+// otherwise), then its translation is applied to the emulator through
+// WireConfig::Program (INVALID_ARGUMENT if the emulator refuses a part, which
+// is then rolled back); on any error nothing changes. Sets of one
+// personality run one at a time, in arrival order. The YANG modules are the
+// vendored copies in sim-fabric/yang (yang_context.h).
 // prefix.target for the OpenConfig kinds: "" or the device id (other ->
 // NOT_FOUND), echoed in the notifications. Signals the profile lists as
 // unserved render to nothing, so they are never served.
 //
 // Threading: see TargetBehaviour (gnmi_target.h). The personality's own
 // state (the held refresh-window snapshots, the cached device map) is guarded
-// by its mutex, taken last (after the target's and the stream's).
+// by its mutex, taken last (after the target's and the stream's); the Set
+// queue by its own; the datastore guards itself (platform_config.h).
 #ifndef LOOM_SIM_FABRIC_PERSONALITY_H_
 #define LOOM_SIM_FABRIC_PERSONALITY_H_
 
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,6 +100,8 @@
 #include "loom/v1/telemetry_profile.pb.h"
 #include "sim-fabric/gnmi_adapter.h"
 #include "sim-fabric/gnmi_target.h"
+#include "sim-fabric/platform_config.h"
+#include "sim-fabric/wire_config.h"
 #include "telemetry/profile.h"
 
 namespace loom::sim {
@@ -113,6 +140,15 @@ class Personality final : public TargetBehaviour, public std::enable_shared_from
   Status CreateSession(const gnmi::SubscriptionList& list, const FabricSnapshot& snap,
                        std::unique_ptr<SubscribeSession>* out) override;
   void OnPublish(const std::shared_ptr<const FabricSnapshot>& snap) override;
+  void Set(const gnmi::SetRequest& req,
+           std::function<void(Status, gnmi::SetResponse)> done) override;
+
+  // Enables Set and config Get (call before serving): `config` is the
+  // device's datastore, `wire` applies its translation to the emulator (must
+  // outlive the personality).
+  void AttachConfig(std::unique_ptr<PlatformConfig> config, WireConfig* wire);
+  // The datastore (null without AttachConfig).
+  const PlatformConfig* config() const { return platform_.get(); }
 
   PersonalityKind kind() const { return kind_; }
   const std::string& device() const { return device_; }
@@ -139,6 +175,8 @@ class Personality final : public TargetBehaviour, public std::enable_shared_from
   std::shared_ptr<const DeviceMap> BuildMap(const FabricSnapshot& snap, int device) const;
   // Rendered value of `n` for the catalogue value `src`.
   std::string Render(const DeviceMap& m, const Native& n, const LeafValue& src) const;
+  // Runs queued Sets one at a time (each completes on the fabric thread).
+  void RunSets();
 
   const PersonalityKind kind_;
   const v1::TelemetryProfile profile_;
@@ -155,16 +193,38 @@ class Personality final : public TargetBehaviour, public std::enable_shared_from
   mutable std::mutex mu_;
   std::map<TimeNs, std::shared_ptr<const FabricSnapshot>> held_;  // guarded by mu_
   std::shared_ptr<const DeviceMap> map_;                          // guarded by mu_
+
+  std::unique_ptr<PlatformConfig> platform_;  // set before serving
+  WireConfig* wire_ = nullptr;                // set before serving; not owned
+  struct PendingSet {
+    const gnmi::SetRequest* req = nullptr;
+    std::function<void(Status, gnmi::SetResponse)> done;
+  };
+  std::mutex set_mu_;
+  std::deque<PendingSet> sets_;  // guarded by set_mu_
+  bool set_running_ = false;     // guarded by set_mu_
+};
+
+// What the personalities need for Set (StartPersonalityTargets).
+struct PersonalitySetOptions {
+  // Applies accepted configuration to the emulator; null = no Set (UNIMPLEMENTED).
+  WireConfig* wire = nullptr;
+  // The fabric's topology (ports, neighbours, prefix plan); required with `wire`.
+  const loom::v1::Topology* topology = nullptr;
+  // The vendored YANG modules; "" = ShippedYangDir() (yang_context.h).
+  std::string yang_dir;
 };
 
 // Loads the profiles (ShippedProfileDir() then `profile_dirs`), creates one
-// started GnmiTarget (127.0.0.1, port 0) per spec with its Personality.
-// Errors: an unknown device, a missing profile, a device given twice, a
-// listen failure.
+// started GnmiTarget (127.0.0.1, port 0) per spec with its Personality, with
+// Set enabled (the platform's YANG set loaded) when `set.wire` is given.
+// Errors: an unknown device, a missing profile, a device given twice, YANG
+// modules that cannot be loaded, a listen failure.
 Status StartPersonalityTargets(const std::vector<PersonalitySpec>& specs,
                                const std::vector<std::string>& profile_dirs,
                                const std::vector<std::string>& devices, const GnmiOptions& options,
-                               std::vector<std::unique_ptr<GnmiTarget>>* out);
+                               std::vector<std::unique_ptr<GnmiTarget>>* out,
+                               const PersonalitySetOptions& set = {});
 
 }  // namespace loom::sim
 

@@ -186,8 +186,9 @@ std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::strin
       if (q.watchdog_poll_ns() > 0) wd.poll_ns = q.watchdog_poll_ns();
       if (q.watchdog_detection_ns() > 0) wd.detection_ns = q.watchdog_detection_ns();
       if (q.watchdog_restoration_ns() > 0) wd.restoration_ns = q.watchdog_restoration_ns();
-      wd.action =
-          q.watchdog_action() == "forward" ? WatchdogAction::kForward : WatchdogAction::kDrop;
+      wd.action = q.watchdog_action() == "forward" ? WatchdogAction::kForward
+                  : q.watchdog_action() == "alert" ? WatchdogAction::kAlert
+                                                   : WatchdogAction::kDrop;
       if (!Check(fab->SetWatchdog(dev, wd), where, error)) return nullptr;
     }
     (void)cfg;

@@ -41,7 +41,8 @@ struct PfcConfig {
   uint16_t quanta = 65535;          // pause time in 512-bit quanta
 };
 
-enum class WatchdogAction { kDrop, kForward };
+// kAlert: detect and count storms (PFC_WD_STATUS stormed), keep honouring pause.
+enum class WatchdogAction { kDrop, kForward, kAlert };
 
 // PFC watchdog (SONiC semantics): poll, detection, restoration.
 struct WatchdogConfig {

@@ -1,5 +1,7 @@
 #include "sim-fabric/wire_config.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include <chrono>
 #include <tuple>
 #include <utility>
@@ -26,6 +28,16 @@ int64_t WallNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// A copy of `s` holding only field `f`.
+v1::DeviceState OnlyField(const v1::DeviceState& s, const google::protobuf::FieldDescriptor* f) {
+  v1::DeviceState out = s;
+  const auto* desc = out.GetDescriptor();
+  for (int i = 0; i < desc->field_count(); ++i) {
+    if (desc->field(i) != f) out.GetReflection()->ClearField(&out, desc->field(i));
+  }
+  return out;
 }
 
 Status CheckTarget(const std::string& target, const std::set<std::string>& switches) {
@@ -135,39 +147,82 @@ void WireConfig::Set(const ::gnmi::SetRequest& request,
       pre->changed = sgnmi::DiffParts(pre->old_config, pre->config);
     }
     pre->resp.set_timestamp(WallNs());
-    const v1::DeviceState& old_config = pre->old_config;
-    const v1::DeviceState& config = pre->config;
     const sgnmi::PartMask changed = pre->changed;
-    loom::southbound::ApplyResult r = driver_->ApplyNow(Merge(config, learned));
-    for (const auto& f : r.failures) {
-      bool ours = f.part == "device";
-      for (sgnmi::Part p : sgnmi::kEveryPart) {
-        ours |= f.part == sgnmi::PartName(p) && (changed & sgnmi::Mask(p)) != 0;
-      }
-      if (!ours) continue;
-      // Roll back: the Set is one transaction.
-      loom::southbound::ApplyResult back = driver_->ApplyNow(Merge(old_config, learned));
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        Device& d = devices_[target];
-        d.applied = std::move(back.applied);
-        d.AppliedChanged();
-      }
-      done(InvalidArgument("the fabric refused " + f.part + ": " + f.status.message()),
-           ::gnmi::SetResponse());
+    Status s = Commit(target, pre->old_config, std::move(pre->config), learned,
+                      [changed](const std::string& part) {
+                        for (sgnmi::Part p : sgnmi::kEveryPart) {
+                          if (part == sgnmi::PartName(p) && (changed & sgnmi::Mask(p)) != 0) {
+                            return true;
+                          }
+                        }
+                        return false;
+                      });
+    if (!s.ok()) {
+      done(s, ::gnmi::SetResponse());
       return;
     }
+    done(Status::Ok(), std::move(pre->resp));
+  });
+}
+
+Status WireConfig::Commit(const std::string& target, const v1::DeviceState& old_config,
+                          v1::DeviceState config, const v1::DeviceState& learned,
+                          const std::function<bool(const std::string& part)>& ours) {
+  loom::southbound::ApplyResult r = driver_->ApplyNow(Merge(config, learned));
+  for (const auto& f : r.failures) {
+    if (f.part != "device" && !ours(f.part)) continue;
+    // Roll back: the Set is one transaction.
+    loom::southbound::ApplyResult back = driver_->ApplyNow(Merge(old_config, learned));
     {
       std::lock_guard<std::mutex> lock(mu_);
       Device& d = devices_[target];
-      d.config = std::move(pre->config);
-      ++d.config_version;
-      d.canon_config.reset();
-      d.applied = std::move(r.applied);
+      d.applied = std::move(back.applied);
       d.AppliedChanged();
-      ++sets_applied_;
     }
-    done(Status::Ok(), std::move(pre->resp));
+    return InvalidArgument("the fabric refused " + f.part + ": " + f.status.message());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Device& d = devices_[target];
+  d.config = std::move(config);
+  ++d.config_version;
+  d.canon_config.reset();
+  d.applied = std::move(r.applied);
+  d.AppliedChanged();
+  ++sets_applied_;
+  return Status::Ok();
+}
+
+void WireConfig::Program(const std::string& device, const v1::DeviceState& config,
+                         const std::vector<std::string>& fields, std::function<void(Status)> done) {
+  if (!switches_.count(device)) {
+    done(NotFound("\"" + device + "\" is not a switch of the emulator"));
+    return;
+  }
+  run_([this, device, config, fields, done = std::move(done)](Fabric&) {
+    v1::DeviceState old_config, learned;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const Device& d = devices_[device];
+      old_config = d.config;
+      learned = d.learned;
+    }
+    v1::DeviceState next = old_config;
+    const auto* desc = v1::DeviceState::descriptor();
+    std::set<std::string> changed;
+    for (const std::string& name : fields) {
+      const auto* f = desc->FindFieldByName(name);
+      if (f == nullptr || name == "device" || name == "generation") continue;
+      next.GetReflection()->ClearField(&next, f);
+      const v1::DeviceState src = OnlyField(config, f);
+      next.MergeFrom(src);
+      if (!google::protobuf::util::MessageDifferencer::Equivalent(src, OnlyField(old_config, f))) {
+        changed.insert(name);
+      }
+    }
+    next.set_device(device);
+    Status s = Commit(device, old_config, sgnmi::Canonical(std::move(next)), learned,
+                      [&changed](const std::string& part) { return changed.count(part) > 0; });
+    done(s);
   });
 }
 

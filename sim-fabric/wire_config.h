@@ -36,6 +36,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "gnmi/gnmi.pb.h"
@@ -65,6 +66,16 @@ class WireConfig {
   // `request` must stay valid until then (it is not copied).
   void Set(const ::gnmi::SetRequest& request,
            std::function<void(Status, ::gnmi::SetResponse)> done);
+  // Platform personalities (personality.h): replaces the fields named in
+  // `fields` (DeviceState field names: "routes", "pfc_watchdog", ...) of the
+  // gNMI-written config of `device` with those of `config`, as one
+  // transaction like Set: applied on the fabric thread merged with the
+  // BGP-learned state; if the fabric refuses a changed field, the previous
+  // state is restored and `done` gets INVALID_ARGUMENT naming it. `done` is
+  // called once, on the fabric thread (at once for an unknown switch:
+  // NOT_FOUND).
+  void Program(const std::string& device, const loom::v1::DeviceState& config,
+               const std::vector<std::string>& fields, std::function<void(Status)> done);
   // gNMI Get of the config schema (origin "loom"): CONFIG or OPERATIONAL view.
   Status Get(const ::gnmi::GetRequest& request, ::gnmi::GetResponse* response) const;
 
@@ -106,6 +117,12 @@ class WireConfig {
                                      const loom::v1::DeviceState& learned);
   // Fabric thread, mu_ not held by the caller.
   void ApplyLearned(const std::string& device);
+  // Fabric thread: applies `config` (merged with the learned state) to
+  // `device`; on a failure of a part `ours` accepts, restores `old_config`
+  // and returns the refusal. On success makes `config` the device's config.
+  Status Commit(const std::string& device, const loom::v1::DeviceState& old_config,
+                loom::v1::DeviceState config, const loom::v1::DeviceState& learned,
+                const std::function<bool(const std::string& part)>& ours);
 
   const std::set<std::string> switches_;
   const Runner run_;

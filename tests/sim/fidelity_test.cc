@@ -377,6 +377,38 @@ TEST(Fidelity, PfcStormStallsUpstreamAndWatchdogRestores) {
   EXPECT_NEAR(rate(2 * kNsPerMs), 40, 1);
 }
 
+// SONiC's `alert` action: the storm is detected and counted, but the queue
+// keeps honouring pause (no drop, no forward), so upstream stays stalled.
+TEST(Fidelity, PfcWatchdogAlertDetectsButKeepsPausing) {
+  auto topo = Clos(2, 1, 4, 100e9, 100e9);
+  FabricOptions o;
+  o.dcqcn.enabled = false;
+  auto f = Make(topo, o);
+  WatchdogConfig wd;
+  wd.enabled = true;
+  wd.poll_ns = kNsPerMs;
+  wd.detection_ns = 5 * kNsPerMs;
+  wd.restoration_ns = 5 * kNsPerMs;
+  wd.action = WatchdogAction::kAlert;
+  ASSERT_TRUE(f->SetWatchdog("leaf1", wd).ok());
+  f->AddFlow(Nic(0), Nic(5), 0, 3, 40e9);
+  const int other = f->AddFlow(Nic(1), Nic(4), 0, 3, 40e9);
+  f->RunUntil(2 * kNsPerMs);
+  ASSERT_TRUE(f->SetPfcStorm(Nic(5), 3, true).ok());
+  f->RunUntil(f->now() + 8 * kNsPerMs);
+  const std::string port = IfaceTo(topo, "leaf1", Nic(5));
+  WatchdogCounters w;
+  ASSERT_TRUE(f->GetWatchdogCounters("leaf1", port, 3, &w).ok());
+  EXPECT_EQ(w.state, WatchdogState::kStormed);
+  EXPECT_EQ(w.deadlock_detected, 1u);
+  const double d0 = f->GetQp(other).delivered_bytes;
+  f->RunUntil(f->now() + 2 * kNsPerMs);
+  EXPECT_LT((f->GetQp(other).delivered_bytes - d0) * 8 / 2e-3 / 1e9, 2) << "still stalled";
+  QueueCounters qc;
+  ASSERT_TRUE(f->GetQueueCounters("leaf1", port, 3, &qc).ok());
+  EXPECT_EQ(qc.dropped_octets, 0u);
+}
+
 // Determinism: the same scenario and seed give byte-identical results.
 std::string RunDigest(uint64_t seed) {
   auto topo = Clos(2, 2, 4, 100e9, 100e9);
