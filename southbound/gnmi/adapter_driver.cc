@@ -357,9 +357,12 @@ void AdapterSetDriver::RunApply(Device& d, std::shared_ptr<Op> op) {
     StartNext(d);
   };
   // Rows an earlier Set wrote that Loom no longer wants are deleted.
+  std::shared_ptr<::gnmi::SetRequest> without_stale;
   if (d.last_request) {
+    auto plain = std::make_shared<::gnmi::SetRequest>(out.request);
     int stale = AddStaleDeletes(*d.last_request, &out.request);
     if (stale > 0) {
+      without_stale = std::move(plain);
       LOG_INFO("gnmi set: deleting entries Loom no longer wants")
           .With("device", d.config.device)
           .With("deletes", static_cast<uint64_t>(stale));
@@ -372,7 +375,7 @@ void AdapterSetDriver::RunApply(Device& d, std::shared_ptr<Op> op) {
   auto sent = std::make_shared<::gnmi::SetRequest>(out.request);
   // What this request's deletes removed is gone: only its writes can go stale.
   sent->clear_delete_();
-  CallSet(d, std::move(out.request), [this, &d, finish, sent](Status s) {
+  auto after_set = [this, &d, finish, sent](Status s) {
     d.baseline.reset();
     if (s.ok()) d.last_request = sent;
     if (!s.ok() || !d.adapter->capabilities().read_back) {
@@ -384,7 +387,22 @@ void AdapterSetDriver::RunApply(Device& d, std::shared_ptr<Op> op) {
       if (gs.ok()) d.baseline = std::move(state);
       finish(Status::Ok());  // The Set was accepted whatever the Get says.
     });
-  });
+  };
+  CallSet(d, std::move(out.request),
+          [this, &d, after_set, without_stale](Status s) mutable {
+            if (s.ok() || !without_stale || IsEmptySet(*without_stale)) {
+              after_set(s);
+              return;
+            }
+            // A target that refuses one of the stale deletes (an entry already
+            // removed by hand, a path it no longer has) must not wedge the
+            // device: the desired state goes without them, and they are
+            // forgotten (said in the log).
+            LOG_WARN("gnmi set: refused with stale deletes; sending without them")
+                .With("device", d.config.device)
+                .With("error", s.message());
+            CallSet(d, std::move(*without_stale), after_set);
+          });
 }
 
 void AdapterSetDriver::RunRead(Device& d, std::shared_ptr<Op> op) {

@@ -321,6 +321,15 @@ class OpenConfigAdapter final : public SetAdapter {
       b.mark = Mark::kValidated;
       b.source = source;
       b.note = "update (merge); queue named by priority: platform queue naming is NC";
+      // The interface entry's config/interface-id (its key's leafref target):
+      // strict targets refuse an entry created without it.
+      b.updates.push_back(out->request.update_size());
+      adapter::AddJson(out->request.add_update(),
+                       adapter::MakePath({{"qos", {}},
+                                          {"interfaces", {}},
+                                          {"interface", {{"interface-id", port}}},
+                                          {"config", {}}}),
+                       JsonObject().Str("interface-id", port).str());
       std::vector<std::string> qs;
       for (const auto& [q, prof] : queues) {
         std::string cfg = JsonObject().Str("name", q).Str("queue-management-profile", prof).str();

@@ -390,6 +390,29 @@ TEST_F(AdapterDriverTest, RowsLoomNoLongerWantsAreDeletedOnTheNextSet) {
   EXPECT_EQ(server_.sets().back().delete__size(), 0) << server_.sets().back().DebugString();
 }
 
+TEST_F(AdapterDriverTest, ARefusedStaleDeleteDoesNotWedgeTheDevice) {
+  AdapterSetDriver driver(Config(server_.address(), "sonic"));
+  ASSERT_TRUE(driver.Start().ok());
+  v1::DeviceState first = Leaf(1);
+  auto* r2 = first.add_routes();
+  r2->set_destination("nic-10");
+  r2->set_prefix("198.18.0.10/32");
+  r2->set_color(101);
+  ASSERT_TRUE(ApplySync(driver, first).result.ok());
+  // The target refuses the request carrying the stale delete (say the row
+  // was removed by hand); the driver sends the desired state without it.
+  server_.FailNextSets(1, grpc::StatusCode::NOT_FOUND, "STATIC_ROUTE row not found");
+  ApplyResult r = ApplySync(driver, Leaf(2)).result;
+  EXPECT_TRUE(r.ok()) << Failures(r);
+  auto sets = server_.sets();
+  ASSERT_EQ(sets.size(), 3u);
+  EXPECT_GT(sets[1].delete__size(), 0);
+  EXPECT_EQ(sets[2].delete__size(), 0);
+  // And it is not retried forever: the next Set carries no stale delete.
+  ASSERT_TRUE(ApplySync(driver, Leaf(3)).result.ok());
+  EXPECT_EQ(server_.sets().back().delete__size(), 0);
+}
+
 TEST_F(AdapterDriverTest, QpSplitRouteIsAFailureNamingTheRouteAndNotApplied) {
   AdapterSetDriver driver(Config(server_.address(), "sonic"));
   ASSERT_TRUE(driver.Start().ok());
