@@ -143,6 +143,9 @@ struct AdapterSetDriver::Device {
   std::optional<v1::DeviceState> baseline;  // Read-back of `applied`; unset = unknown.
   // The last request the device accepted (its writes only), for stale deletes.
   std::shared_ptr<const ::gnmi::SetRequest> last_request;
+  // What the device had in entries Loom updates, before Loom wrote them.
+  PristineValues pristine;
+  std::set<std::string> pristine_known;
   bool busy = false;
   std::deque<Op> queue;
 };
@@ -356,11 +359,44 @@ void AdapterSetDriver::RunApply(Device& d, std::shared_ptr<Op> op) {
     done(std::move(r));
     StartNext(d);
   };
+  // Before Loom first writes into an entry it does not own, read what the
+  // device had there: when Loom stops writing a member, it is restored.
+  auto pending = std::make_shared<::gnmi::SetRequest>(std::move(out.request));
+  auto send = [this, &d, finish, pending]() { SendApply(d, std::move(*pending), finish); };
+  ::gnmi::GetRequest get = PristineGetRequest(*pending, d.pristine_known);
+  if (get.path_size() == 0) {
+    send();
+    return;
+  }
+  auto req = std::make_shared<::gnmi::GetRequest>(std::move(get));
+  CallGetRaw(d, *req, [&d, req, send, finish](Status s, ::gnmi::GetResponse resp) {
+    if (!s.ok()) {
+      LOG_INFO("gnmi set: cannot read what Loom is about to overwrite")
+          .With("device", d.config.device)
+          .With("error", s.message());
+      resp.Clear();
+      if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded ||
+          s.code() == StatusCode::kCancelled) {
+        finish(s);  // unreachable: the reconciler retries, read first again
+        return;
+      }
+      // The target cannot say: these members will be deleted, not restored.
+    }
+    RecordPristine(*req, resp, &d.pristine, &d.pristine_known);
+    send();
+  });
+}
+
+void AdapterSetDriver::SendApply(Device& d, ::gnmi::SetRequest request,
+                                 std::function<void(Status)> finish) {
+  struct Out {
+    ::gnmi::SetRequest request;
+  } out{std::move(request)};
   // Rows an earlier Set wrote that Loom no longer wants are deleted.
   std::shared_ptr<::gnmi::SetRequest> without_stale;
   if (d.last_request) {
     auto plain = std::make_shared<::gnmi::SetRequest>(out.request);
-    int stale = AddStaleDeletes(*d.last_request, &out.request);
+    int stale = AddStaleDeletes(*d.last_request, &out.request, &d.pristine);
     if (stale > 0) {
       without_stale = std::move(plain);
       LOG_INFO("gnmi set: deleting entries Loom no longer wants")
@@ -388,21 +424,20 @@ void AdapterSetDriver::RunApply(Device& d, std::shared_ptr<Op> op) {
       finish(Status::Ok());  // The Set was accepted whatever the Get says.
     });
   };
-  CallSet(d, std::move(out.request),
-          [this, &d, after_set, without_stale](Status s) mutable {
-            if (s.ok() || !without_stale || IsEmptySet(*without_stale)) {
-              after_set(s);
-              return;
-            }
-            // A target that refuses one of the stale deletes (an entry already
-            // removed by hand, a path it no longer has) must not wedge the
-            // device: the desired state goes without them, and they are
-            // forgotten (said in the log).
-            LOG_WARN("gnmi set: refused with stale deletes; sending without them")
-                .With("device", d.config.device)
-                .With("error", s.message());
-            CallSet(d, std::move(*without_stale), after_set);
-          });
+  CallSet(d, std::move(out.request), [this, &d, after_set, without_stale](Status s) mutable {
+    if (s.ok() || !without_stale || IsEmptySet(*without_stale)) {
+      after_set(s);
+      return;
+    }
+    // A target that refuses one of the stale deletes (an entry already
+    // removed by hand, a path it no longer has) must not wedge the
+    // device: the desired state goes without them, and they are
+    // forgotten (said in the log).
+    LOG_WARN("gnmi set: refused with stale deletes; sending without them")
+        .With("device", d.config.device)
+        .With("error", s.message());
+    CallSet(d, std::move(*without_stale), after_set);
+  });
 }
 
 void AdapterSetDriver::RunRead(Device& d, std::shared_ptr<Op> op) {
@@ -509,6 +544,29 @@ void AdapterSetDriver::CallGet(Device& d, std::function<void(Status, v1::DeviceS
                            }
                            then(st, std::move(state));
                          });
+                         (void)posted;  // Not posted only after Stop(): nobody waits.
+                         EndRpc(&call->ctx);
+                       });
+}
+
+void AdapterSetDriver::CallGetRaw(Device& d, const ::gnmi::GetRequest& request,
+                                  std::function<void(Status, ::gnmi::GetResponse)> then) {
+  struct Call {
+    grpc::ClientContext ctx;
+    ::gnmi::GetRequest req;
+    ::gnmi::GetResponse resp;
+  };
+  auto call = std::make_shared<Call>();
+  call->req = request;
+  PrepareContext(&call->ctx);
+  if (!d.stub || !BeginRpc(&call->ctx)) {
+    then(Unavailable("gnmi set driver stopping"), {});
+    return;
+  }
+  d.stub->async()->Get(&call->ctx, &call->req, &call->resp,
+                       [this, call, then = std::move(then)](grpc::Status gs) {
+                         Status s = FromGrpc(gs);
+                         bool posted = Post([call, then, s] { then(s, std::move(call->resp)); });
                          (void)posted;  // Not posted only after Stop(): nobody waits.
                          EndRpc(&call->ctx);
                        });

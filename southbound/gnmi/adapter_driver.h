@@ -36,7 +36,9 @@
 // Stale entries: each accepted request is remembered per device; the next
 // one also deletes what it wrote and the new desired state no longer has
 // (set_adapter.h AddStaleDeletes: Loom's replaced rows whole, fields an
-// update wrote into rows Loom does not own leaf by leaf). After a loomd
+// update wrote into rows Loom does not own leaf by leaf — or, when the
+// device had a value there before Loom first wrote it, read with a Get
+// before that first write, that value is written back). After a loomd
 // restart the first Set cannot know what an earlier process wrote: rows of
 // the old process that the new desired state lacks stay until they are
 // deleted by hand (the loom adapter deletes each part's container first, so
@@ -142,6 +144,10 @@ class AdapterSetDriver final : public loom::southbound::Driver {
   // Get + ReadBack on the worker; `then` gets the decoded state.
   void CallGet(Device& d, std::function<void(Status, loom::v1::DeviceState)> then);
   void CallSet(Device& d, ::gnmi::SetRequest request, std::function<void(Status)> then);
+  void CallGetRaw(Device& d, const ::gnmi::GetRequest& request,
+                  std::function<void(Status, ::gnmi::GetResponse)> then);
+  // RunApply's second half: stale deletes, the Set, the read-back.
+  void SendApply(Device& d, ::gnmi::SetRequest request, std::function<void(Status)> finish);
   void PrepareContext(grpc::ClientContext* ctx) const;
   // RPC bookkeeping (any thread).
   bool BeginRpc(grpc::ClientContext* ctx);

@@ -57,6 +57,44 @@ std::string PathString(const ::gnmi::Path& prefix, const ::gnmi::Path& path) {
 
 namespace {
 
+void WriteJson(const loom::JsonValue& v, std::string* out) {
+  switch (v.kind) {
+    case loom::JsonValue::Kind::kNull:
+      *out += "null";
+      return;
+    case loom::JsonValue::Kind::kBool:
+    case loom::JsonValue::Kind::kNumber:
+      *out += v.text;
+      return;
+    case loom::JsonValue::Kind::kString:
+      loom::AppendJsonString(*out, v.text);
+      return;
+    case loom::JsonValue::Kind::kArray:
+      *out += "[";
+      for (size_t i = 0; i < v.items.size(); ++i) {
+        if (i) *out += ",";
+        WriteJson(v.items[i], out);
+      }
+      *out += "]";
+      return;
+    case loom::JsonValue::Kind::kObject:
+      *out += "{";
+      for (size_t i = 0; i < v.members.size(); ++i) {
+        if (i) *out += ",";
+        loom::AppendJsonString(*out, v.members[i].name);
+        *out += ":";
+        WriteJson(v.members[i].value, out);
+      }
+      *out += "}";
+      return;
+  }
+}
+
+std::string StripModule(const std::string& name) {
+  auto colon = name.find(':');
+  return colon == std::string::npos ? name : name.substr(colon + 1);
+}
+
 // Top-level member names of an update's JSON object value (module prefixes
 // dropped: they are not part of gNMI path element names).
 std::vector<std::string> UpdateMembers(const ::gnmi::Update& u) {
@@ -78,7 +116,50 @@ std::vector<std::string> UpdateMembers(const ::gnmi::Update& u) {
 
 }  // namespace
 
-int AddStaleDeletes(const ::gnmi::SetRequest& previous, ::gnmi::SetRequest* next) {
+::gnmi::GetRequest PristineGetRequest(const ::gnmi::SetRequest& request,
+                                      const std::set<std::string>& known) {
+  ::gnmi::GetRequest get;
+  *get.mutable_prefix() = request.prefix();
+  get.set_type(::gnmi::GetRequest::CONFIG);
+  get.set_encoding(::gnmi::JSON_IETF);
+  std::set<std::string> asked;
+  for (const auto& u : request.update()) {
+    std::string key = PathString(request.prefix(), u.path());
+    if (known.count(key) || !asked.insert(key).second) continue;
+    *get.add_path() = u.path();
+  }
+  return get;
+}
+
+void RecordPristine(const ::gnmi::GetRequest& request, const ::gnmi::GetResponse& response,
+                    PristineValues* pristine, std::set<std::string>* known) {
+  std::set<std::string> requested;
+  for (const auto& p : request.path()) requested.insert(PathString(request.prefix(), p));
+  for (const auto& n : response.notification()) {
+    for (const auto& u : n.update()) {
+      std::string key = PathString(n.prefix(), u.path());
+      if (!requested.count(key)) continue;
+      const std::string& text =
+          !u.val().json_ietf_val().empty() ? u.val().json_ietf_val() : u.val().json_val();
+      loom::JsonValue v;
+      std::string err;
+      if (text.empty() || !loom::ParseJson(text, &v, &err) ||
+          v.kind != loom::JsonValue::Kind::kObject) {
+        continue;
+      }
+      auto& members = (*pristine)[key];
+      for (const auto& m : v.members) {
+        std::string value;
+        WriteJson(m.value, &value);
+        members[StripModule(m.name)] = std::move(value);
+      }
+    }
+  }
+  known->insert(requested.begin(), requested.end());
+}
+
+int AddStaleDeletes(const ::gnmi::SetRequest& previous, ::gnmi::SetRequest* next,
+                    const PristineValues* pristine) {
   bool next_empty =
       next->delete__size() == 0 && next->replace_size() == 0 && next->update_size() == 0;
   if (next_empty) {
@@ -113,11 +194,30 @@ int AddStaleDeletes(const ::gnmi::SetRequest& previous, ::gnmi::SetRequest* next
     for (const auto& e : u.path().elem()) {
       for (const auto& [k, v] : e.key()) keys.insert(k);
     }
+    const std::map<std::string, std::string>* before = nullptr;
+    if (pristine) {
+      if (auto p = pristine->find(key); p != pristine->end()) before = &p->second;
+    }
+    std::string restore;  // members the device had before Loom, as one JSON object
     for (const auto& m : UpdateMembers(u)) {
       if (keys.count(m) || (it != members.end() && it->second.count(m))) continue;
+      if (before) {
+        if (auto b = before->find(m); b != before->end()) {
+          restore += restore.empty() ? "{" : ",";
+          loom::AppendJsonString(restore, m);
+          restore += ":" + b->second;
+          continue;
+        }
+      }
       ::gnmi::Path leaf = u.path();
       leaf.add_elem()->set_name(m);
       add_delete(leaf);
+    }
+    if (!restore.empty()) {
+      auto* r = next->add_update();
+      *r->mutable_path() = u.path();
+      r->mutable_val()->set_json_ietf_val(restore + "}");
+      ++added;
     }
   }
   return added;

@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -183,7 +184,23 @@ std::unique_ptr<SetAdapter> MakeSetAdapter(std::string_view name);
 // OpenConfig queue's profile binding) that `next` no longer writes is
 // deleted leaf by leaf. Returns the number of deletes added. Requests with
 // different prefixes are not compared (0).
-int AddStaleDeletes(const ::gnmi::SetRequest& previous, ::gnmi::SetRequest* next);
+//
+// `pristine` (optional): what the device had in the entries Loom updates
+// before Loom first wrote them (path -> member -> JSON value, read with a
+// Get). A stale member the device had before is restored (an update with
+// its old value) instead of deleted; a member it did not have is deleted.
+using PristineValues = std::map<std::string, std::map<std::string, std::string>>;
+int AddStaleDeletes(const ::gnmi::SetRequest& previous, ::gnmi::SetRequest* next,
+                    const PristineValues* pristine = nullptr);
+// The Get that reads what `request`'s updates will overwrite, for the
+// entries not yet in `known` (empty paths = nothing to read).
+::gnmi::GetRequest PristineGetRequest(const ::gnmi::SetRequest& request,
+                                      const std::set<std::string>& known);
+// Records a Get response into `pristine`: every requested entry becomes
+// known (absent = the device had no such entry: its members are deleted
+// when stale).
+void RecordPristine(const ::gnmi::GetRequest& request, const ::gnmi::GetResponse& response,
+                    PristineValues* pristine, std::set<std::string>* known);
 
 // Human-readable preview: every block with its mark, source and the JSON of
 // its operations, then what is not expressed. Deterministic.

@@ -390,6 +390,50 @@ TEST_F(AdapterDriverTest, RowsLoomNoLongerWantsAreDeletedOnTheNextSet) {
   EXPECT_EQ(server_.sets().back().delete__size(), 0) << server_.sets().back().DebugString();
 }
 
+TEST_F(AdapterDriverTest, AFieldTheDeviceHadBeforeLoomIsRestoredNotDeleted) {
+  // The platform bound its own lossless profile to Ethernet8 queue 3 before
+  // Loom took the queue over for its ECN thresholds.
+  auto topo = Topo();
+  AdapterOutput planned = MakeSetAdapter("sonic")->Encode(Leaf(1), Ctx(topo.get()));
+  const ::gnmi::Update* queue = nullptr;
+  for (const auto& u : planned.request.update()) {
+    if (PathString(planned.request.prefix(), u.path()).find("QUEUE") != std::string::npos) {
+      queue = &u;
+    }
+  }
+  ASSERT_NE(queue, nullptr) << planned.request.DebugString();
+  ::gnmi::GetResponse before;
+  auto* n = before.add_notification();
+  *n->mutable_prefix() = planned.request.prefix();
+  auto* u = n->add_update();
+  *u->mutable_path() = queue->path();
+  u->mutable_val()->set_json_ietf_val(
+      R"({"wred_profile": "AZURE_LOSSLESS", "scheduler": "scheduler.1"})");
+  server_.set_get_response(before);
+  AdapterSetDriver driver(Config(server_.address(), "sonic"));
+  ASSERT_TRUE(driver.Start().ok());
+  ASSERT_TRUE(ApplySync(driver, Leaf(1)).result.ok());
+  // Loom stops setting thresholds: the binding goes back to the platform's
+  // profile; Loom's own WRED profile row is deleted.
+  v1::DeviceState no_ecn = Leaf(2);
+  no_ecn.clear_thresholds();
+  ASSERT_TRUE(ApplySync(driver, no_ecn).result.ok());
+  const auto sets = server_.sets();
+  ASSERT_EQ(sets.size(), 2u);
+  const std::string queue_key = PathString(planned.request.prefix(), queue->path());
+  bool restored = false;
+  for (const auto& up : sets[1].update()) {
+    if (PathString(sets[1].prefix(), up.path()) != queue_key) continue;
+    EXPECT_EQ(up.val().json_ietf_val(), R"({"wred_profile":"AZURE_LOSSLESS"})");
+    restored = true;
+  }
+  EXPECT_TRUE(restored) << sets[1].DebugString();
+  for (const auto& d : sets[1].delete_()) {
+    EXPECT_EQ(PathString(sets[1].prefix(), d).find(queue_key), std::string::npos)
+        << "the binding is restored, not deleted";
+  }
+}
+
 TEST_F(AdapterDriverTest, ARefusedStaleDeleteDoesNotWedgeTheDevice) {
   AdapterSetDriver driver(Config(server_.address(), "sonic"));
   ASSERT_TRUE(driver.Start().ok());
@@ -491,7 +535,9 @@ TEST_F(AdapterDriverTest, SonicReadReportsDriftOnlyInWhatTheDeviceCanShow) {
   ASSERT_TRUE(driver.Start().ok());
   ApplyResult r = ApplySync(driver, Leaf(1)).result;
   ASSERT_TRUE(r.ok()) << Failures(r);
-  EXPECT_EQ(server_.gets(), 1);  // The read-back baseline after the Set.
+  // What the QUEUE binding held before Loom's first write, and the read-back
+  // baseline after the Set.
+  EXPECT_EQ(server_.gets(), 2);
 
   // Routes cannot be read back (no color): the last applied state stands.
   auto [s, state] = ReadSync(driver);
@@ -516,10 +562,11 @@ TEST_F(AdapterDriverTest, OpenConfigReadIsTheLastAppliedStateWithoutAGet) {
   ApplyResult r = ApplySync(driver, desired).result;
   ASSERT_TRUE(r.ok()) << Failures(r);
   EXPECT_EQ(server_.sets().at(0).prefix().origin(), "openconfig");
+  const int gets = server_.gets();  // the queue bindings' values before Loom's first write
   auto [s, state] = ReadSync(driver);
   ASSERT_TRUE(s.ok());
   EXPECT_TRUE(MessageDifferencer::Equals(state, r.applied));
-  EXPECT_EQ(server_.gets(), 0);
+  EXPECT_EQ(server_.gets(), gets);
 }
 
 TEST_F(AdapterDriverTest, StopCancelsTheSetInFlightAndCompletesQueuedCalls) {
