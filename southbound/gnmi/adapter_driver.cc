@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "gnmi/gnmi.grpc.pb.h"
+#include "southbound/gnmi/channel_keeper.h"
 #include "southbound/gnmi/gnmi_config.h"
 #include "southbound/wire/device_state_util.h"
 
@@ -167,6 +168,7 @@ AdapterSetDriver::AdapterSetDriver(AdapterSetDriverConfig config)
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
       ch = grpc::CreateCustomChannel(dc.address, grpc::InsecureChannelCredentials(), args);
+      KeepChannelForever(ch);  // see channel_keeper.h
     }
     if (ch) d->stub = ::gnmi::gNMI::NewStub(ch);
     devices_[dc.device] = std::move(d);

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "gnmi/gnmi.grpc.pb.h"
+#include "southbound/gnmi/channel_keeper.h"
 
 namespace loom::southbound::gnmi {
 namespace {
@@ -91,6 +92,7 @@ GnmiDriver::GnmiDriver(GnmiDriverConfig config) : config_(std::move(config)) {
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
       ch = grpc::CreateCustomChannel(dc.address, grpc::InsecureChannelCredentials(), args);
+      KeepChannelForever(ch);  // see channel_keeper.h
     }
     if (ch) d->stub = ::gnmi::gNMI::NewStub(ch);
     devices_[dc.device] = std::move(d);
