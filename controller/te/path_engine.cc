@@ -457,6 +457,19 @@ class Solver {
     return {mx, sq};
   }
 
+  // Max utilization on `c`'s edges after adding it on top of `extra` (load
+  // other units would move there if their primary top failed).
+  double ScoreWith(const Candidate& c, const std::unordered_map<int, double>& extra) const {
+    double mx = 0;
+    for (const auto& [e, r] : c.edge_add) {
+      double cap = g_.capacity(e);
+      auto it = extra.find(e);
+      double more = it == extra.end() ? 0 : it->second;
+      mx = std::max(mx, (load_[static_cast<size_t>(e)] + more + r) / cap);
+    }
+    return mx;
+  }
+
   // Greedy placement of `order` (unit indexes). Among equally good tops a unit joins
   // the top its job already uses most (affinity), so a job whose units do not
   // compete for links (a ring: one flow per leaf) lands on as few spine planes as
@@ -696,17 +709,40 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
   r.adopted_new = adopted;
   r.reason.resize(units.size());
   r.backup.assign(units.size(), -1);
-  for (size_t u = 0; u < units.size(); ++u) {
-    int t = r.top[u];
-    double best_backup = 0;
-    for (const auto& c : chosen->Cands(u)) {
-      if (c.top == t) continue;
-      double score = chosen->Score(c).first;
-      if (r.backup[u] < 0 || score < best_backup - kEps) {
-        r.backup[u] = c.top;
-        best_backup = score;
+  // Backups are chosen per failed top: the units that share a primary top
+  // would all move at once when it fails, so each one's backup is scored
+  // with the load the ones before it (largest first) would already have
+  // moved there. One top's units spread over the others instead of piling
+  // onto the least loaded one.
+  {
+    std::vector<size_t> all(units.size());
+    for (size_t u = 0; u < units.size(); ++u) all[u] = u;
+    std::vector<std::unordered_map<int, double>> moved_if_down(
+        static_cast<size_t>(std::max(0, g.num_tops())));
+    for (size_t u : ByDemand(units, all)) {
+      const int t = r.top[u];
+      std::unordered_map<int, double>* extra =
+          t >= 0 && static_cast<size_t>(t) < moved_if_down.size() ? &moved_if_down[t] : nullptr;
+      static const std::unordered_map<int, double> kNone;
+      double best_backup = 0;
+      const Solver::Candidate* best = nullptr;
+      for (const auto& c : chosen->Cands(u)) {
+        if (c.top == t) continue;
+        double score = chosen->ScoreWith(c, extra ? *extra : kNone);
+        if (!best || score < best_backup - kEps) {
+          best = &c;
+          best_backup = score;
+        }
+      }
+      if (!best) continue;
+      r.backup[u] = best->top;
+      if (extra) {
+        for (const auto& [e, rate] : best->edge_add) (*extra)[e] += rate;
       }
     }
+  }
+  for (size_t u = 0; u < units.size(); ++u) {
+    int t = r.top[u];
     if (t != units[u].current) ++r.moved;
     if (t < 0) {
       r.reason[u] = "no live path to " + units[u].dst_nic + " within the allowed spines";

@@ -76,6 +76,40 @@ TEST(PathEngineTest, TwoElephantsGoToDifferentSpines) {
   EXPECT_NE(r.reason[0].find("least-loaded"), std::string::npos) << r.reason[0];
 }
 
+//   spine0  spine1  spine2  spine3
+//      \      \      /      /
+//       leaf0 ====== leaf1        three 100G flows leaf0 -> leaf1 kept on spine0
+TEST(PathEngineTest, BackupsOfUnitsSharingATopSpreadOverTheOthers) {
+  loom::topology::Clos2Params p;
+  p.leaves = 2;
+  p.spines = 4;
+  p.hosts_per_leaf = 2;
+  p.host.gpus_per_host = 2;
+  p.host.nics_per_host = 2;
+  v1::Topology t;
+  std::string err;
+  ASSERT_TRUE(loom::topology::GenerateClos2(p, &t, &err)) << err;
+  loom::topology::TopologyIndex topo(t);
+  FabricGraph g = FabricGraph::Build(topo, {});
+  ASSERT_EQ(g.num_tops(), 4);
+  std::vector<Unit> units;
+  int i = 0;
+  for (const char* dst : {"host002-nic0", "host002-nic1", "host003-nic0"}) {
+    units.push_back(MakeUnit(g, "j", dst, {{"host000-nic0", (100 + i++) * 1e9}}));
+    units.back().current = 0;  // kept where it is (incremental placement)
+    units.back().pinned = true;
+  }
+  auto r = Place(g, units, {}, PlacementMode::kIncremental);
+  std::set<int> backups;
+  for (size_t u = 0; u < units.size(); ++u) {
+    ASSERT_EQ(r.top[u], 0) << r.reason[u];
+    ASSERT_GE(r.backup[u], 1);
+    backups.insert(r.backup[u]);
+  }
+  // Were spine0 to fail, its three flows would land on three spines, not one.
+  EXPECT_EQ(backups.size(), 3u);
+}
+
 TEST(PathEngineTest, DrainedLinkCarriesNothing) {
   auto topo = Fabric();
   FabricGraph g = FabricGraph::Build(*topo, {"leaf0:Ethernet0--spine0:Ethernet0"});
