@@ -1,8 +1,5 @@
 #include "controller/reconciler/change_gate.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -37,13 +34,7 @@ v1::DeviceState Empty(const std::string& device) {
 }
 
 std::string RouteContent(const v1::ColoredRoute& r) {
-  std::string out;
-  google::protobuf::io::StringOutputStream stream(&out);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  r.SerializeToCodedStream(&coded);
-  coded.Trim();
-  return out;
+  return loom::southbound::DeterministicBytes(r);
 }
 
 std::string RouteKey(const v1::ColoredRoute& r) {

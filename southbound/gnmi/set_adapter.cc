@@ -95,22 +95,22 @@ std::string StripModule(const std::string& name) {
   return colon == std::string::npos ? name : name.substr(colon + 1);
 }
 
+// An update's JSON (IETF) value when it is an object; false otherwise.
+bool ObjectValue(const ::gnmi::Update& u, loom::JsonValue* v) {
+  const std::string& text =
+      !u.val().json_ietf_val().empty() ? u.val().json_ietf_val() : u.val().json_val();
+  std::string err;
+  return !text.empty() && loom::ParseJson(text, v, &err) &&
+         v->kind == loom::JsonValue::Kind::kObject;
+}
+
 // Top-level member names of an update's JSON object value (module prefixes
 // dropped: they are not part of gNMI path element names).
 std::vector<std::string> UpdateMembers(const ::gnmi::Update& u) {
   std::vector<std::string> out;
-  const std::string& text =
-      !u.val().json_ietf_val().empty() ? u.val().json_ietf_val() : u.val().json_val();
   loom::JsonValue v;
-  std::string err;
-  if (text.empty() || !loom::ParseJson(text, &v, &err) ||
-      v.kind != loom::JsonValue::Kind::kObject) {
-    return out;
-  }
-  for (const auto& m : v.members) {
-    auto colon = m.name.find(':');
-    out.push_back(colon == std::string::npos ? m.name : m.name.substr(colon + 1));
-  }
+  if (!ObjectValue(u, &v)) return out;
+  for (const auto& m : v.members) out.push_back(StripModule(m.name));
   return out;
 }
 
@@ -139,14 +139,8 @@ void RecordPristine(const ::gnmi::GetRequest& request, const ::gnmi::GetResponse
     for (const auto& u : n.update()) {
       std::string key = PathString(n.prefix(), u.path());
       if (!requested.count(key)) continue;
-      const std::string& text =
-          !u.val().json_ietf_val().empty() ? u.val().json_ietf_val() : u.val().json_val();
       loom::JsonValue v;
-      std::string err;
-      if (text.empty() || !loom::ParseJson(text, &v, &err) ||
-          v.kind != loom::JsonValue::Kind::kObject) {
-        continue;
-      }
+      if (!ObjectValue(u, &v)) continue;
       auto& members = (*pristine)[key];
       for (const auto& m : v.members) {
         std::string value;

@@ -18,7 +18,11 @@ void SortField(F* field, Less less) {
   std::sort(field->begin(), field->end(), less);
 }
 
-std::string Serialize(const google::protobuf::Message& m) {
+std::string Serialize(const google::protobuf::Message& m) { return DeterministicBytes(m); }
+
+}  // namespace
+
+std::string DeterministicBytes(const google::protobuf::Message& m) {
   std::string out;
   google::protobuf::io::StringOutputStream stream(&out);
   google::protobuf::io::CodedOutputStream coded(&stream);
@@ -27,8 +31,6 @@ std::string Serialize(const google::protobuf::Message& m) {
   coded.Trim();
   return out;
 }
-
-}  // namespace
 
 void Canonicalize(v1::DeviceState* s) {
   // An empty DLB profile and none program the same thing.

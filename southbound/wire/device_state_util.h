@@ -31,6 +31,8 @@ std::vector<std::string> DifferingParts(const loom::v1::DeviceState& a,
 
 // Deterministic fingerprint of the content (generation ignored).
 std::string ContentKey(const loom::v1::DeviceState& s);
+// Deterministic serialization of any message (map order fixed).
+std::string DeterministicBytes(const google::protobuf::Message& m);
 
 }  // namespace loom::southbound
 
