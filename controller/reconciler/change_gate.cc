@@ -330,7 +330,6 @@ void ChangeGate::MaybeStart() {
 void ChangeGate::StartRollout() {
   Rollout r;
   r.revision = revision_;
-  r.key = plan_key_;
   for (const auto& dev : changed_) {
     r.target[dev] = candidate_[dev];
     auto it = accepted_.find(dev);

@@ -143,7 +143,6 @@ class ChangeGate {
  private:
   struct Rollout {
     uint64_t revision = 0;
-    std::string key;
     std::map<std::string, loom::v1::DeviceState> target;    // device -> new settings
     std::map<std::string, loom::v1::DeviceState> previous;  // device -> settings before
     std::set<std::string> had_previous;
