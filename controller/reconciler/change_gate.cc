@@ -724,7 +724,6 @@ Status ChangeGate::Apply(uint64_t revision) {
                               std::to_string(revision_) + "; review `loomctl plan` again");
   }
   if (rollout_) {
-    if (rollout_->revision == revision) return Status::Ok();  // a retried apply
     return FailedPrecondition("revision " + std::to_string(rollout_->revision) +
                               " is rolling out; apply after it ends");
   }

@@ -391,14 +391,11 @@ void AdapterSetDriver::RunApply(Device& d, std::shared_ptr<Op> op) {
 
 void AdapterSetDriver::SendApply(Device& d, ::gnmi::SetRequest request,
                                  std::function<void(Status)> finish) {
-  struct Out {
-    ::gnmi::SetRequest request;
-  } out{std::move(request)};
   // Rows an earlier Set wrote that Loom no longer wants are deleted.
   std::shared_ptr<::gnmi::SetRequest> without_stale;
   if (d.last_request) {
-    auto plain = std::make_shared<::gnmi::SetRequest>(out.request);
-    int stale = AddStaleDeletes(*d.last_request, &out.request, &d.pristine);
+    auto plain = std::make_shared<::gnmi::SetRequest>(request);
+    int stale = AddStaleDeletes(*d.last_request, &request, &d.pristine);
     if (stale > 0) {
       without_stale = std::move(plain);
       LOG_INFO("gnmi set: deleting entries Loom no longer wants")
@@ -406,11 +403,11 @@ void AdapterSetDriver::SendApply(Device& d, ::gnmi::SetRequest request,
           .With("deletes", static_cast<uint64_t>(stale));
     }
   }
-  if (IsEmptySet(out.request)) {  // Nothing the platform can express: the device is untouched.
+  if (IsEmptySet(request)) {  // Nothing the platform can express: the device is untouched.
     finish(Status::Ok());
     return;
   }
-  auto sent = std::make_shared<::gnmi::SetRequest>(out.request);
+  auto sent = std::make_shared<::gnmi::SetRequest>(request);
   // What this request's deletes removed is gone: only its writes can go stale.
   sent->clear_delete_();
   auto after_set = [this, &d, finish, sent](Status s) {
@@ -426,7 +423,7 @@ void AdapterSetDriver::SendApply(Device& d, ::gnmi::SetRequest request,
       finish(Status::Ok());  // The Set was accepted whatever the Get says.
     });
   };
-  CallSet(d, std::move(out.request), [this, &d, after_set, without_stale](Status s) mutable {
+  CallSet(d, std::move(request), [this, &d, after_set, without_stale](Status s) mutable {
     if (s.ok() || !without_stale || IsEmptySet(*without_stale)) {
       after_set(s);
       return;
@@ -509,46 +506,29 @@ void AdapterSetDriver::EndRpc(grpc::ClientContext* ctx) {
 }
 
 void AdapterSetDriver::CallGet(Device& d, std::function<void(Status, v1::DeviceState)> then) {
-  struct Call {
-    grpc::ClientContext ctx;
-    ::gnmi::GetRequest req;
-    ::gnmi::GetResponse resp;
-  };
-  auto call = std::make_shared<Call>();
+  ::gnmi::GetRequest req;
   {
     std::shared_ptr<const v1::Topology> hold;
-    call->req = d.adapter->MakeGetRequest(Context(d, &hold));
+    req = d.adapter->MakeGetRequest(Context(d, &hold));
   }
-  PrepareContext(&call->ctx);
-  if (!d.stub || !BeginRpc(&call->ctx)) {
-    then(Unavailable("gnmi set driver stopping"), v1::DeviceState());
-    return;
-  }
-  d.stub->async()->Get(&call->ctx, &call->req, &call->resp,
-                       [this, &d, call, then = std::move(then)](grpc::Status gs) {
-                         Status s = FromGrpc(gs);
-                         bool posted = Post([this, &d, call, then, s] {
-                           Status st = s;
-                           v1::DeviceState state;
-                           state.set_device(d.config.device);
-                           if (st.ok()) {
-                             std::shared_ptr<const v1::Topology> hold;
-                             st = d.adapter->ReadBack(call->resp, Context(d, &hold), &state);
-                             if (!st.ok() && st.code() != StatusCode::kUnimplemented) {
-                               st = Internal("undecodable Get response: " + st.message());
-                             }
-                           }
-                           if (!st.ok() && st.code() != StatusCode::kUnimplemented) {
-                             LOG_WARN("gnmi get failed")
-                                 .With("device", d.config.device)
-                                 .With("code", static_cast<int64_t>(st.code()))
-                                 .With("error", st.message());
-                           }
-                           then(st, std::move(state));
-                         });
-                         (void)posted;  // Not posted only after Stop(): nobody waits.
-                         EndRpc(&call->ctx);
-                       });
+  CallGetRaw(d, req, [this, &d, then = std::move(then)](Status st, ::gnmi::GetResponse resp) {
+    v1::DeviceState state;
+    state.set_device(d.config.device);
+    if (st.ok()) {
+      std::shared_ptr<const v1::Topology> hold;
+      st = d.adapter->ReadBack(resp, Context(d, &hold), &state);
+      if (!st.ok() && st.code() != StatusCode::kUnimplemented) {
+        st = Internal("undecodable Get response: " + st.message());
+      }
+    }
+    if (!st.ok() && st.code() != StatusCode::kUnimplemented) {
+      LOG_WARN("gnmi get failed")
+          .With("device", d.config.device)
+          .With("code", static_cast<int64_t>(st.code()))
+          .With("error", st.message());
+    }
+    then(st, std::move(state));
+  });
 }
 
 void AdapterSetDriver::CallGetRaw(Device& d, const ::gnmi::GetRequest& request,
