@@ -197,6 +197,9 @@ struct Fabric::Impl {
     double line_bps = 0;
     DcqcnParams params;
     std::vector<int> active;  // active QPs
+    // QPs this NIC sends on over the fabric (not NVLink), in creation order
+    // (GetNicPeerCounters); QPs are never removed.
+    std::vector<int> fabric_qps;
     uint8_t storm_mask = 0;
     double np_cnp_sent = 0, np_marked = 0, rp_handled = 0, rp_ignored = 0, oos = 0, tx = 0, rx = 0,
            storm_events = 0;
@@ -2108,8 +2111,9 @@ int Fabric::AddJob(const JobSpec& spec, std::string* error) {
       qp.prio = spec.priority;
       qp.color = spec.color;
       qp.cap_bps = spec.max_rate_bps > 0 ? spec.max_rate_bps / spec.qps_per_connection : 0;
-      const Impl::Nic& n = im.nics[qp.src];
+      Impl::Nic& n = im.nics[qp.src];
       qp.rp.Reset(n.params, n.line_bps, now_);
+      if (!qp.local) n.fabric_qps.push_back(qp.id);
       ids.push_back(qp.id);
       im.qps.push_back(std::move(qp));
     }
@@ -2142,6 +2146,7 @@ int Fabric::AddFlow(const std::string& src, const std::string& dst, double bytes
   qp.cap_bps = max_rate_bps;
   qp.total = qp.quota = bytes > 0 ? bytes : kInf;
   qp.rp.Reset(im.nics[s].params, im.nics[s].line_bps, now_);
+  im.nics[s].fabric_qps.push_back(qp.id);
   im.qps.push_back(std::move(qp));
   im.ActivateQp(im.qps.back());
   return im.qps.back().id;
@@ -2413,6 +2418,29 @@ Status ResolveGroup(const Fabric::Impl& im, const std::string& device, const std
   return Status::Ok();
 }
 }  // namespace
+
+Status Fabric::GetNicPeerCounters(const std::string& nic, std::vector<PeerCounters>* out) const {
+  const Impl& im = *impl_;
+  out->clear();
+  const int ni = ResolveNic(im, nic, nullptr);
+  if (ni < 0) return NotFound("no NIC " + nic);
+  std::vector<std::pair<int, double>> by_dst;  // (destination NIC, bytes)
+  for (int id : im.nics[ni].fabric_qps) {
+    const Impl::Qp& qp = im.qps[id];
+    by_dst.emplace_back(qp.dst, qp.lifetime_sent);
+  }
+  std::sort(by_dst.begin(), by_dst.end(),
+            [&](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < by_dst.size();) {
+    const int dst = by_dst[i].first;
+    double bytes = 0;
+    for (; i < by_dst.size() && by_dst[i].first == dst; ++i) bytes += by_dst[i].second;
+    out->push_back({im.nodes[im.nics[dst].node].id, U(bytes)});
+  }
+  std::sort(out->begin(), out->end(),
+            [](const PeerCounters& a, const PeerCounters& b) { return a.peer_nic < b.peer_nic; });
+  return Status::Ok();
+}
 
 Status Fabric::GetAlbCounters(const std::string& device, const std::string& dest,
                               std::vector<AlbBucketCounters>* out) const {

@@ -166,6 +166,11 @@ class Fabric {
   Status GetNicCounters(const std::string& nic, NicCounters* out) const;
   Status GetAlbCounters(const std::string& device, const std::string& dest,
                         std::vector<AlbBucketCounters>* out) const;
+  // Bytes a NIC (or the NIC of a GPU) has sent over the fabric to each destination NIC
+  // (NVLink transfers excluded), cumulative, by destination NIC id; a destination
+  // appears once the NIC has a QP to it. The per-destination sum of the NIC's per-QP
+  // send counters.
+  Status GetNicPeerCounters(const std::string& nic, std::vector<PeerCounters>* out) const;
   // Every interface of a device, in topology order.
   std::vector<std::string> Interfaces(const std::string& device) const;
   // Every device id (switches and NICs), in topology order.

@@ -35,8 +35,10 @@ constexpr const char* kNicLeaves[] = {"np_ecn_marked_roce_packets", "np_cnp_sent
                                       // loom transmit-burst leaves (no mlx5 equivalent)
                                       "tx_bursts", "tx_idle_ns", "tx_max_spacing_ns"};
 constexpr const char* kAlbLeaves[] = {"transmit-pkts", "transmit-octets", "next-hop"};
+// Per destination NIC: what the NIC's QPs sent to it (loom leaf; demand measurement).
+constexpr const char* kPeerLeaves[] = {"tx-octets"};
 
-enum class ContainerType : uint8_t { kIf, kLoomEth, kQos, kLoomQos, kPfc, kNic, kAlb };
+enum class ContainerType : uint8_t { kIf, kLoomEth, kQos, kLoomQos, kPfc, kNic, kAlb, kPeer };
 
 gnmi::PathElem Elem(const std::string& name) {
   gnmi::PathElem e;
@@ -107,6 +109,18 @@ gnmi::Path NicPrefix(const std::string& ifc) {
   *p.add_elem() = Elem("interfaces");
   *p.add_elem() = Elem("interface", "name", ifc);
   *p.add_elem() = Elem("roce");
+  *p.add_elem() = Elem("state");
+  return p;
+}
+gnmi::Path PeerPrefix(const std::string& ifc, const std::string& peer) {
+  gnmi::Path p;
+  p.set_origin("loom");
+  *p.add_elem() = Elem("nic");
+  *p.add_elem() = Elem("interfaces");
+  *p.add_elem() = Elem("interface", "name", ifc);
+  *p.add_elem() = Elem("roce");
+  *p.add_elem() = Elem("peers");
+  *p.add_elem() = Elem("peer", "nic", peer);
   *p.add_elem() = Elem("state");
   return p;
 }
@@ -296,6 +310,8 @@ std::vector<std::string> CatalogueLeafPaths() {
   for (const char* l : kWatchdogLeaves) out.push_back(pfc + l);
   const std::string nic = "loom:/nic/interfaces/interface[name=*]/roce/state/";
   for (const char* l : kNicLeaves) out.push_back(nic + l);
+  const std::string peer = "loom:/nic/interfaces/interface[name=*]/roce/peers/peer[nic=*]/state/";
+  for (const char* l : kPeerLeaves) out.push_back(peer + l);
   const std::string alb = "loom:/alb/groups/group[name=*]/buckets/bucket[id=*]/state/";
   for (const char* l : kAlbLeaves) out.push_back(alb + l);
   return out;
@@ -327,6 +343,8 @@ struct SnapshotBuilder::DeviceState {
   std::vector<std::string> ifaces;
   std::vector<std::string> alb_groups;
   std::vector<int> alb_sizes;
+  // NICs: the destination NICs with a peers container (grows as QPs appear).
+  std::vector<std::string> peers;
   std::shared_ptr<const DeviceSchema> schema;
   // Per container: what to read.
   struct Source {
@@ -377,6 +395,10 @@ struct SnapshotBuilder::DeviceState {
         AddContainer(s.get(), NicPrefix(ifaces[i]), ContainerType::kNic, kNicLeaves);
         sources.push_back({ContainerType::kNic, ii, 0, 0});
       }
+    }
+    for (size_t k = 0; k < peers.size() && !ifaces.empty(); ++k) {
+      AddContainer(s.get(), PeerPrefix(ifaces[0], peers[k]), ContainerType::kPeer, kPeerLeaves);
+      sources.push_back({ContainerType::kPeer, 0, static_cast<int>(k), 0});
     }
     for (size_t g = 0; g < alb_groups.size(); ++g) {
       for (int b = 0; b < alb_sizes[g]; ++b) {
@@ -489,8 +511,20 @@ std::shared_ptr<const FabricSnapshot> SnapshotBuilder::Capture() {
   WatchdogCounters wc;
   NicCounters nc;
   std::vector<std::vector<AlbBucketCounters>> alb;
+  std::vector<PeerCounters> peers;
   for (size_t di = 0; di < devices_.size(); ++di) {
     DeviceState& d = *devices_[di];
+    peers.clear();
+    if (d.is_nic) {
+      // Destinations only ever appear (QPs are never removed): a new one rebuilds the
+      // schema, sessions recompile their subscriptions against it.
+      (void)fabric_.GetNicPeerCounters(d.name, &peers);
+      if (peers.size() != d.peers.size()) {
+        d.peers.clear();
+        for (const PeerCounters& p : peers) d.peers.push_back(p.peer_nic);
+        d.Build();
+      }
+    }
     // ALB tables may have been replaced or removed since the last scan.
     alb.assign(d.alb_groups.size(), {});
     bool alb_changed = false;
@@ -576,6 +610,10 @@ std::shared_ptr<const FabricSnapshot> SnapshotBuilder::Capture() {
           }
           break;
         }
+        case ContainerType::kPeer:
+          v.push_back(U(static_cast<size_t>(src.index) < peers.size() ? peers[src.index].tx_bytes
+                                                                      : uint64_t{0}));
+          break;
         case ContainerType::kAlb: {
           const AlbBucketCounters& b = alb[src.index][src.bucket];
           v.push_back(U(b.pkts));

@@ -190,6 +190,11 @@ struct NicCounters {
   uint64_t tx_max_spacing_ns = 0;
 };
 
+struct PeerCounters {
+  std::string peer_nic;  // destination NIC id
+  uint64_t tx_bytes = 0;
+};
+
 struct AlbBucketCounters {
   std::string member;  // egress interface
   uint64_t bytes = 0, pkts = 0;

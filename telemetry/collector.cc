@@ -46,6 +46,8 @@ std::vector<SubscriptionSpec> NicSubscriptions(TimeNs interval) {
       {"loom:/pfc/interfaces/interface[name=*]/priorities/priority[id=*]/state", gnmi::SAMPLE,
        interval},
       {"loom:/nic/interfaces/interface[name=*]/roce/state", gnmi::SAMPLE, interval},
+      {"loom:/nic/interfaces/interface[name=*]/roce/peers/peer[nic=*]/state", gnmi::SAMPLE,
+       interval},
   };
 }
 

@@ -195,6 +195,8 @@ struct Port {
   std::vector<QueueSlot> queues;
   std::array<PfcSlot, 8> pfc;
   std::array<Counter, kNumNic> nic;
+  // NIC ports: octets sent to each destination NIC (loom peers/peer[nic]).
+  std::unordered_map<std::string, Counter> peers;
   uint32_t resets = 0;
   // loom operational-speed-bps as last reported (b/s); 0 = not reported.
   uint64_t speed_bps = 0;
@@ -547,6 +549,28 @@ struct LinkStateTable::Impl {
       Feed(slot.c[id], ts, v, arrival, &p->resets);
       return true;
     }
+    if (root == "nic" && loom && n == 8 && Is(*e[4], "peers")) {
+      // /nic/interfaces/interface[name]/roce/peers/peer[nic]/state/tx-octets
+      if (!Is(*e[1], "interfaces") || !Is(*e[2], "interface") || !Is(*e[3], "roce") ||
+          !Is(*e[5], "peer") || !Is(*e[6], "state") || !Is(*e[7], "tx-octets")) {
+        return Unknown();
+      }
+      Port* p = port_of(*e[2], "name");
+      const std::string* peer = Key(*e[5], "nic");
+      if (p == nullptr || peer == nullptr || !dev.is_nic) return Unknown();
+      auto pd = devices.find(*peer);
+      if (pd == devices.end() || !pd->second.is_nic) return Unknown();  // not a NIC we know
+      uint64_t v;
+      if (!GetUint(val, &v)) return Bad();
+      auto it = p->peers.find(*peer);
+      if (it == p->peers.end()) {
+        if (p->peers.size() >= 65536) return Bad();
+        it = p->peers.emplace(*peer, Counter{}).first;
+        InitCounter(it->second, p->octets_max);
+      }
+      Feed(it->second, ts, v, arrival, &p->resets);
+      return true;
+    }
     if (root == "nic" && loom) {
       if (n != 6 || !Is(*e[1], "interfaces") || !Is(*e[2], "interface") || !Is(*e[3], "roce") ||
           !Is(*e[4], "state")) {
@@ -738,6 +762,7 @@ void LinkStateTable::ResetDevice(const std::string& device) {
       for (Counter& c : s.c) reset(c);
     }
     for (Counter& c : p.nic) reset(c);
+    for (auto& [peer, c] : p.peers) reset(c);
     p.lldp_system.clear();
     p.lldp_port.clear();
   }
@@ -912,6 +937,26 @@ std::vector<LinkDirectionState> LinkStateTable::Compute(TimeNs now_ns) const {
                                          s.pfc_pause_ratio, options_.quality);
     }
   }
+  return out;
+}
+
+std::vector<NicPeerRate> LinkStateTable::NicPeers(TimeNs now_ns) const {
+  std::vector<NicPeerRate> out;
+  for (const auto& [dev_id, dev] : impl_->devices) {
+    if (!dev.is_nic) continue;
+    for (const auto& [ifc, pi] : dev.ports) {
+      for (const auto& [peer, c] : impl_->ports[static_cast<size_t>(pi)].peers) {
+        NicPeerRate& r = out.emplace_back();
+        r.nic = dev_id;
+        r.peer = peer;
+        r.bps = c.valid ? c.rate * 8 : 0;
+        r.stale = !c.valid || IsStale(c.fresh, now_ns, options_.staleness);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const NicPeerRate& x, const NicPeerRate& y) {
+    return std::tie(x.nic, x.peer) < std::tie(y.nic, y.peer);
+  });
   return out;
 }
 
@@ -1115,6 +1160,7 @@ LinkSnapshot LinkTelemetry::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   snap.links = table_.Compute(snap.taken_at_ns);
   snap.alb_buckets = table_.AlbBuckets(snap.taken_at_ns);
+  snap.nic_peers = table_.NicPeers(snap.taken_at_ns);
   snap.stats = table_.stats();
   snap.unavailable_signals = table_.UnavailableSignals();
   return snap;

@@ -153,6 +153,14 @@ struct AlbBucketState {
   bool stale = true;
 };
 
+// What a NIC sent to one destination NIC (loom peers/peer[nic]/state/tx-octets):
+// the demand measurement behind the controller's traffic matrices.
+struct NicPeerRate {
+  std::string nic, peer;
+  double bps = 0;
+  bool stale = true;
+};
+
 // Counts of what ingest saw; all cumulative.
 struct IngestStats {
   uint64_t notifications = 0;
@@ -203,6 +211,8 @@ class LinkStateTable {
   // State of every link direction at local time `now_ns`; index 2*link + dir.
   std::vector<LinkDirectionState> Compute(TimeNs now_ns) const;
   std::vector<AlbBucketState> AlbBuckets(TimeNs now_ns) const;
+  // Every (NIC, destination NIC) send rate reported, by (nic, peer).
+  std::vector<NicPeerRate> NicPeers(TimeNs now_ns) const;
   const IngestStats& stats() const { return stats_; }
   const topology::TopologyIndex& index() const { return index_; }
   const LinkStateOptions& options() const { return options_; }
@@ -240,6 +250,7 @@ struct LinkSnapshot {
   TimeNs taken_at_ns = 0;
   std::vector<LinkDirectionState> links;  // Index 2*link + direction.
   std::vector<AlbBucketState> alb_buckets;
+  std::vector<NicPeerRate> nic_peers;  // by (nic, peer)
   IngestStats stats;
   // device -> signal -> reason (profile mode).
   std::map<std::string, std::map<std::string, std::string>> unavailable_signals;

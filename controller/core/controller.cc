@@ -1131,8 +1131,65 @@ void Controller::UpdateLinkGauges() {
 
 namespace loom::controller {
 
+void Controller::MeasureTraffic() {
+  std::vector<loom::te::NicDemand> rates;
+  for (const auto& r : snapshot_->nic_peers) {
+    if (!r.stale && r.bps > 0) rates.push_back({r.nic, r.peer, r.bps});
+  }
+  if (rates.empty()) return;
+  std::map<std::string, std::vector<std::string>> job_nics;
+  for (const auto& [id, job] : jobs_) {
+    auto& nics = job_nics[id];
+    for (const auto& ep : job.endpoints()) nics.push_back(topo_->EndpointNic(ep));
+    std::sort(nics.begin(), nics.end());
+    nics.erase(std::unique(nics.begin(), nics.end()), nics.end());
+  }
+  traffic_meter_.Observe(rates, job_nics);
+  for (auto& v :
+       traffic_meter_.Judge([this](const std::string& id) { return placement_.DemandInUse(id); })) {
+    LOG_INFO("measured traffic differs from the demand model")
+        .With("job", v.job_id)
+        .With("distance", std::to_string(v.distance));
+    placement_.SetMeasuredDemand(v.job_id, std::move(v.measured));
+    traffic_pending_[v.job_id] = v.why;
+  }
+}
+
+void Controller::ReplaceOnMeasuredTraffic() {
+  if (traffic_pending_.empty()) return;
+  std::map<std::string, std::string> pending;
+  pending.swap(traffic_pending_);
+  Mutation m;
+  std::map<std::string, v1::Job> updated;
+  loom::te::Placement saved = placement_;
+  const int moved =
+      RecomputeInto(m, "measured traffic differs from the job's demand model", &updated);
+  // Each corrected job's own event says why; a moved job's update carries the reason.
+  for (auto& ev : m.events) {
+    if (auto it = pending.find(ev.subject()); it != pending.end()) ev.set_cause(it->second);
+  }
+  for (const auto& [id, why] : pending) {
+    if (!jobs_.count(id)) continue;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_PATHS_RECOMPUTED, id);
+    ev.set_cause(why);
+    ev.set_action("placement uses the measured traffic matrix of job " + id +
+                  " instead of its model; full recompute");
+    ev.set_result(updated.count(id)
+                      ? "job re-placed; " + std::to_string(moved) + " job(s) moved in all"
+                      : "the job's paths already fit the measurement; " + std::to_string(moved) +
+                            " job(s) moved in all");
+    m.events.push_back(ev);
+  }
+  if (CommitAndPublish(m).ok()) {
+    for (auto& [id, job] : updated) jobs_[id] = job;
+  } else {
+    placement_ = std::move(saved);
+  }
+}
+
 void Controller::RefineDemand() {
   if (options_.reoptimize_interval_ns <= 0 || !snapshot_) return;
+  MeasureTraffic();
   // Measured send rate per NIC: the NIC->leaf direction of its link.
   std::map<std::string, double> nic_tx;
   std::map<std::string, int> nic_jobs;
@@ -1172,6 +1229,7 @@ void Controller::RefineDemand() {
 
 void Controller::Tick() {
   Post([this]() {
+    ReplaceOnMeasuredTraffic();
     if (reoptimize_pending_ &&
         clock_.Now() - last_reoptimize_ns_ >= options_.reoptimize_interval_ns) {
       reoptimize_pending_ = false;

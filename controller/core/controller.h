@@ -36,6 +36,7 @@
 #include "controller/reconciler/reconciler.h"
 #include "controller/store/store.h"
 #include "controller/te/placement.h"
+#include "controller/te/traffic_meter.h"
 #include "loom/v1/config.pb.h"
 #include "loom/v1/fabric_service.pb.h"
 #include "loom/v1/scheduler_service.pb.h"
@@ -269,6 +270,12 @@ class Controller {
   bool reoptimize_pending_ = false;
   TimeNs last_reoptimize_ns_ = 0;
   void RefineDemand();
+  // Measured traffic matrices (per-destination NIC counters) and the jobs whose
+  // matrix was just replaced by a measurement, with why (re-placed at the next Tick).
+  loom::te::TrafficMeter traffic_meter_;
+  std::map<std::string, std::string> traffic_pending_;
+  void MeasureTraffic();
+  void ReplaceOnMeasuredTraffic();
   // Operational state per link id as telemetry last reported it (fresh data only).
   std::map<std::string, loom::v1::LinkOperState> oper_;
 

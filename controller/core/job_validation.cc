@@ -1,6 +1,7 @@
 #include "controller/core/job_validation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <vector>
 
@@ -104,6 +105,29 @@ Status ValidateJobSpec(const loom::v1::Job& job, const loom::topology::TopologyI
   }
   if (!loom::v1::CollectivePattern_IsValid(job.collective())) {
     return InvalidArgument("job.collective: unknown pattern " + std::to_string(job.collective()));
+  }
+  constexpr int kMaxTrafficFlows = 262144;
+  if (job.traffic_size() > kMaxTrafficFlows) {
+    return InvalidArgument("job.traffic: " + std::to_string(job.traffic_size()) +
+                           " entries, at most " + std::to_string(kMaxTrafficFlows));
+  }
+  auto clip = [](const std::string& v) { return v.size() > 80 ? v.substr(0, 80) + "..." : v; };
+  for (int i = 0; i < job.traffic_size(); ++i) {
+    const auto& t = job.traffic(i);
+    const std::string f = "job.traffic[" + std::to_string(i) + "]";
+    if (!seen.count(t.src())) {
+      return InvalidArgument(f + ".src: \"" + clip(t.src()) + "\" is not an endpoint of the job");
+    }
+    if (!seen.count(t.dst())) {
+      return InvalidArgument(f + ".dst: \"" + clip(t.dst()) + "\" is not an endpoint of the job");
+    }
+    if (t.src() == t.dst()) {
+      return InvalidArgument(f + ": src and dst are the same endpoint \"" + clip(t.src()) + "\"");
+    }
+    if (!(t.weight() > 0) || !std::isfinite(t.weight())) {
+      return InvalidArgument(f + ".weight: must be a finite number > 0, got " +
+                             std::to_string(t.weight()));
+    }
   }
   for (const auto& [k, v] : job.labels()) {
     if (k.empty() || k.size() > 63) {

@@ -1,6 +1,7 @@
 #include "controller/te/demand.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 namespace loom::te {
@@ -86,7 +87,8 @@ int EndpointTable::Find(const std::string& endpoint) const {
   return it == endpoint_.end() ? -1 : it->second;
 }
 
-IndexedDemand JobDemandIndexed(const v1::Job& job, const EndpointTable& table, double scale) {
+IndexedDemand JobDemandIndexed(const v1::Job& job, const EndpointTable& table, double scale,
+                               const std::vector<NicDemand>* measured) {
   IndexedDemand out;
   // Per endpoint: its NIC (index into out.nics) and host; per NIC its line rate.
   std::vector<uint32_t> nic;
@@ -115,33 +117,76 @@ IndexedDemand JobDemandIndexed(const v1::Job& job, const EndpointTable& table, d
     if (host[i] >= 0 && host[i] == host[j]) return;  // NVLink
     adds.push_back({nic[i], nic[j], fraction * nic_rate[nic[i]] * scale});
   };
-  switch (job.collective()) {
-    case v1::COLLECTIVE_PATTERN_RING_ALLREDUCE:
-    case v1::COLLECTIVE_PATTERN_ALL_GATHER:
-    case v1::COLLECTIVE_PATTERN_REDUCE_SCATTER:
-      for (size_t i = 0; i < n; ++i) add(i, (i + 1) % n, 1.0);
-      break;
-    case v1::COLLECTIVE_PATTERN_TREE_ALLREDUCE:
-      for (size_t i = 1; i < n; ++i) {
-        size_t parent = (i - 1) / 2;
-        add(i, parent, 0.5);
-        add(parent, i, 0.5);
+  // A traffic matrix (measured, else stated by the scheduler) replaces the pattern:
+  // its weights between the job's NICs, scaled so the busiest NIC sends or receives
+  // at its line rate (x scale).
+  const bool use_measured = measured != nullptr && !measured->empty();
+  if (use_measured || job.traffic_size() > 0) {
+    out.source = use_measured ? DemandSource::kMeasured : DemandSource::kStated;
+    const size_t m = out.nics.size();
+    auto local_of = [&](const std::string& id) -> int {
+      const int t = table.Find(id);
+      if (t < 0) return -1;
+      auto it = local.find(t);
+      return it == local.end() ? -1 : static_cast<int>(it->second);
+    };
+    std::vector<int> nic_host(m, -1);
+    for (size_t k = 0; k < m; ++k) nic_host[k] = table.host(out.nics[k]);
+    auto add_weight = [&](int a, int b, double w) {
+      if (a < 0 || b < 0 || a == b || !(w > 0) || !std::isfinite(w)) return;
+      if (nic_host[a] >= 0 && nic_host[a] == nic_host[b]) return;  // NVLink
+      adds.push_back({static_cast<uint32_t>(a), static_cast<uint32_t>(b), w});
+    };
+    if (use_measured) {
+      for (const NicDemand& p : *measured) {
+        add_weight(local_of(p.src_nic), local_of(p.dst_nic), p.rate_bps);
       }
-      break;
-    case v1::COLLECTIVE_PATTERN_INCAST:
-      for (size_t i = 1; i < n; ++i) add(i, 0, 1.0 / static_cast<double>(n - 1));
-      break;
-    case v1::COLLECTIVE_PATTERN_PERMUTATION:
-      for (size_t i = 0; i < n; ++i) add(i, (i + n / 2) % n, 1.0);
-      break;
-    case v1::COLLECTIVE_PATTERN_POINT_TO_POINT:
-      for (size_t i = 0; i + 1 < n; i += 2) add(i, i + 1, 1.0);
-      break;
-    default:
-      adds.reserve(n * (n - 1));
-      for (size_t i = 0; i < n; ++i) {
-        for (size_t j = 0; j < n; ++j) add(i, j, 1.0 / static_cast<double>(n - 1));
-      }
+    } else {
+      for (const auto& f : job.traffic())
+        add_weight(local_of(f.src()), local_of(f.dst()), f.weight());
+    }
+    std::vector<double> sent(m, 0.0), got(m, 0.0);
+    for (const auto& p : adds) {
+      sent[p.src] += p.rate_bps;
+      got[p.dst] += p.rate_bps;
+    }
+    double factor = 0;
+    for (size_t k = 0; k < m; ++k) {
+      const double load = std::max(sent[k], got[k]);
+      if (load <= 0 || nic_rate[k] <= 0) continue;
+      const double f = nic_rate[k] / load;
+      if (factor == 0 || f < factor) factor = f;
+    }
+    for (auto& p : adds) p.rate_bps *= factor * scale;
+  } else {
+    switch (job.collective()) {
+      case v1::COLLECTIVE_PATTERN_RING_ALLREDUCE:
+      case v1::COLLECTIVE_PATTERN_ALL_GATHER:
+      case v1::COLLECTIVE_PATTERN_REDUCE_SCATTER:
+        for (size_t i = 0; i < n; ++i) add(i, (i + 1) % n, 1.0);
+        break;
+      case v1::COLLECTIVE_PATTERN_TREE_ALLREDUCE:
+        for (size_t i = 1; i < n; ++i) {
+          size_t parent = (i - 1) / 2;
+          add(i, parent, 0.5);
+          add(parent, i, 0.5);
+        }
+        break;
+      case v1::COLLECTIVE_PATTERN_INCAST:
+        for (size_t i = 1; i < n; ++i) add(i, 0, 1.0 / static_cast<double>(n - 1));
+        break;
+      case v1::COLLECTIVE_PATTERN_PERMUTATION:
+        for (size_t i = 0; i < n; ++i) add(i, (i + n / 2) % n, 1.0);
+        break;
+      case v1::COLLECTIVE_PATTERN_POINT_TO_POINT:
+        for (size_t i = 0; i + 1 < n; i += 2) add(i, i + 1, 1.0);
+        break;
+      default:
+        adds.reserve(n * (n - 1));
+        for (size_t i = 0; i < n; ++i) {
+          for (size_t j = 0; j < n; ++j) add(i, j, 1.0 / static_cast<double>(n - 1));
+        }
+    }
   }
   // Stable counting sorts by source then destination rank (NIC id order) give
   // (destination, source, order added).

@@ -35,6 +35,8 @@ struct NicDemand {
 //   incast: every endpoint sends line_rate/(N-1) to endpoints[0];
 //   permutation: i sends to (i + N/2) mod N at line rate;
 //   point-to-point: endpoint 2i sends to 2i+1 at line rate (pairs).
+// A job's `traffic` matrix (stated by the scheduler), when present, replaces the
+// pattern: its weights scaled so the busiest NIC runs at line rate.
 std::vector<NicDemand> JobDemand(const loom::v1::Job& job,
                                  const loom::topology::TopologyIndex& topo, double scale = 1.0);
 
@@ -73,6 +75,13 @@ class EndpointTable {
 // for bit) with src/dst indexing `nics`, ordered by (destination NIC id, source NIC
 // id) — what per-destination placement units need, without string keys. O(N + P +
 // M log M) for N endpoints, P pairs, M distinct NICs (counting sorts by NIC rank).
+//
+// Where the rates come from, in this order: `measured` (NIC-to-NIC rates the fabric
+// reported, NIC ids; pairs outside the job are ignored), else the job's stated
+// `traffic` matrix, else its collective pattern. A measured or stated matrix keeps
+// its ratios and is scaled so the busiest NIC sends or receives at its line rate
+// (x scale): placement plans for the job running NIC-bound, as the patterns do.
+enum class DemandSource { kPattern, kStated, kMeasured };
 struct IndexedDemand {
   struct Pair {
     uint32_t src = 0, dst = 0;
@@ -80,9 +89,11 @@ struct IndexedDemand {
   };
   std::vector<int> nics;
   std::vector<Pair> pairs;
+  DemandSource source = DemandSource::kPattern;
 };
 IndexedDemand JobDemandIndexed(const loom::v1::Job& job, const EndpointTable& table,
-                               double scale = 1.0);
+                               double scale = 1.0,
+                               const std::vector<NicDemand>* measured = nullptr);
 
 // Line rate of a NIC: its own line_rate_bps, else the capacity of its link.
 double NicLineRate(const loom::topology::TopologyIndex& topo, const std::string& nic);

@@ -196,7 +196,8 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
   rec.modelled_valid = false;  // ModelledNicRates computes it when asked
   // One unit per destination NIC (in id order) with the rates from each source leaf,
   // summed in source NIC id order; intra-leaf traffic has no fabric path.
-  IndexedDemand d = JobDemandIndexed(rec.job, endpoints_, scale);
+  IndexedDemand d = JobDemandIndexed(rec.job, endpoints_, scale, MeasuredDemand(rec.job.job_id()));
+  rec.demand_source = d.source;
   std::vector<int> leaf(d.nics.size());
   for (size_t k = 0; k < d.nics.size(); ++k) leaf[k] = nic_leaf_[static_cast<size_t>(d.nics[k])];
   std::vector<int> allowed = AllowedTops(rec);
@@ -303,6 +304,13 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
     }
   }
   JobRec& rec = jobs_[job.job_id()];
+  // A measurement of other endpoints or another stated matrix no longer applies.
+  if (!rec.job.job_id().empty() &&
+      (!std::equal(rec.job.endpoints().begin(), rec.job.endpoints().end(), job.endpoints().begin(),
+                   job.endpoints().end()) ||
+       rec.job.traffic_size() != job.traffic_size())) {
+    measured_.erase(job.job_id());
+  }
   rec.job = job;
   rec.decision = policy_.Evaluate(job);
   BuildUnits(rec, current);
@@ -335,7 +343,8 @@ std::map<std::string, double> Placement::ModelledNicRates(const std::string& job
   if (!rec.modelled_valid) {
     // From the demand the units were built with (same scale), undone.
     // Per source NIC, summed in destination NIC id order (the pairs' order).
-    IndexedDemand d = JobDemandIndexed(rec.job, endpoints_, rec.modelled_scale);
+    IndexedDemand d =
+        JobDemandIndexed(rec.job, endpoints_, rec.modelled_scale, MeasuredDemand(job_id));
     rec.modelled.clear();
     for (const auto& p : d.pairs) {
       rec.modelled[endpoints_.nic_id(d.nics[p.src])] += p.rate_bps / rec.modelled_scale;
@@ -345,8 +354,37 @@ std::map<std::string, double> Placement::ModelledNicRates(const std::string& job
   return rec.modelled;
 }
 
+bool Placement::SetMeasuredDemand(const std::string& job_id, std::vector<NicDemand> pairs) {
+  auto it = measured_.find(job_id);
+  if (pairs.empty()) {
+    if (it == measured_.end()) return false;
+    measured_.erase(it);
+    return true;
+  }
+  measured_[job_id] = std::move(pairs);
+  return true;
+}
+
+const std::vector<NicDemand>* Placement::MeasuredDemand(const std::string& job_id) const {
+  auto it = measured_.find(job_id);
+  return it == measured_.end() ? nullptr : &it->second;
+}
+
+std::vector<NicDemand> Placement::DemandInUse(const std::string& job_id) const {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return {};
+  IndexedDemand d = JobDemandIndexed(it->second.job, endpoints_, 1.0, MeasuredDemand(job_id));
+  std::vector<NicDemand> out;
+  out.reserve(d.pairs.size());
+  for (const auto& p : d.pairs) {
+    out.push_back({endpoints_.nic_id(d.nics[p.src]), endpoints_.nic_id(d.nics[p.dst]), p.rate_bps});
+  }
+  return out;
+}
+
 void Placement::Remove(const std::string& job_id) {
   scale_.erase(job_id);
+  measured_.erase(job_id);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return;
   AddLoad(it->second, -1);
@@ -500,6 +538,20 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
       reason += "; " + std::to_string(unplaced) +
                 (parts > 1 ? " destination part(s)" : std::string(" destination(s)")) +
                 " have no live path within the allowed spines";
+    }
+  }
+  if (!rec.units.empty()) {
+    switch (rec.demand_source) {
+      case DemandSource::kMeasured:
+        reason += "; demand: measured (per-destination NIC counters)";
+        break;
+      case DemandSource::kStated:
+        reason += "; demand: the scheduler's traffic matrix (" +
+                  std::to_string(rec.job.traffic_size()) + " entries)";
+        break;
+      case DemandSource::kPattern:
+        reason += "; demand: the collective pattern's model";
+        break;
     }
   }
   if (!rec.limits_note.empty()) reason += "; " + rec.limits_note;

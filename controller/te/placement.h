@@ -71,6 +71,14 @@ class Placement {
   double DemandScale(const std::string& job_id) const;
   // Modelled send rate (bits/s, at scale 1) of each NIC of a job.
   std::map<std::string, double> ModelledNicRates(const std::string& job_id) const;
+  // Measured traffic matrix of a job (NIC-to-NIC rates the fabric reported):
+  // replaces its stated matrix and pattern (demand.h) from the next
+  // Upsert/Recompute; empty = back to the prior. Returns true when it changed.
+  // Dropped when the job is removed or its endpoints or stated matrix change.
+  bool SetMeasuredDemand(const std::string& job_id, std::vector<NicDemand> pairs);
+  const std::vector<NicDemand>* MeasuredDemand(const std::string& job_id) const;
+  // The NIC-to-NIC rates (at scale 1) the job is placed with.
+  std::vector<NicDemand> DemandInUse(const std::string& job_id) const;
 
   // Recomputes every job. Returns the assignments whose routes changed.
   std::map<std::string, loom::v1::PathAssignment> Recompute(PlacementMode mode);
@@ -90,6 +98,7 @@ class Placement {
     loom::policy::Decision decision;
     // What the devices could not carry of the policy's action (for the reason).
     std::string limits_note;
+    DemandSource demand_source = DemandSource::kPattern;
     std::vector<Unit> units;
     std::vector<int> top, backup;
     std::vector<std::string> reason;
@@ -128,6 +137,8 @@ class Placement {
   std::map<std::string, std::set<int>> dedicated_;
   // job -> measured demand scale (absent = 1).
   std::map<std::string, double> scale_;
+  // job -> measured traffic matrix (absent = the stated matrix or the pattern).
+  std::map<std::string, std::vector<NicDemand>> measured_;
 };
 
 }  // namespace loom::te

@@ -100,6 +100,22 @@ gnmi::Path LeafPath(int id, const std::string& ifname) {
   return p;
 }
 
+// A leaf of the catalogue's per-destination NIC counters, which the agent
+// accepts but cannot serve (sysfs has no per-destination counters).
+gnmi::Path PeerLeafPath() {
+  gnmi::Path p;
+  p.set_origin("loom");
+  AddElem(&p, "nic");
+  AddElem(&p, "interfaces");
+  AddElem(&p, "interface", "name", "x");
+  AddElem(&p, "roce");
+  AddElem(&p, "peers");
+  AddElem(&p, "peer", "nic", "x");
+  AddElem(&p, "state");
+  AddElem(&p, "tx-octets");
+  return p;
+}
+
 // A leaf of the catalogue's NIC PFC container, which the agent accepts but
 // cannot serve.
 gnmi::Path PfcLeafPath() {
@@ -589,6 +605,7 @@ Status NicAgent::Open(Stream* stream, const gnmi::SubscriptionList& list) {
     }());
   }
   const gnmi::Path pfc = PfcLeafPath();
+  const gnmi::Path peer = PeerLeafPath();
   for (int i = 0; i < list.subscription_size(); ++i) {
     const gnmi::Subscription& s = list.subscription(i);
     const gnmi::Path joined = JoinPath(list.prefix(), s.path());
@@ -606,7 +623,7 @@ Status NicAgent::Open(Stream* stream, const gnmi::SubscriptionList& list) {
       for (auto& kv : *e.mutable_key()) kv.second = "*";
     }
     const bool served = LeafMask(schema, "x") != 0;
-    if (!served && !PathMatches(schema, pfc)) {
+    if (!served && !PathMatches(schema, pfc) && !PathMatches(schema, peer)) {
       return InvalidArgument("subscription[" + std::to_string(i) + "] path " + text +
                              ": unknown path; this target serves "
                              "/interfaces/interface[name=*]/state/counters, "

@@ -27,8 +27,9 @@
 // the three served containers or an origin other than ""/openconfig/loom ->
 // INVALID_ARGUMENT naming it; sample_interval below 100 ms ->
 // INVALID_ARGUMENT; unknown target -> NOT_FOUND. The catalogue's NIC PFC
-// path (loom:/pfc/..., which the default NicSubscriptions() request but the
-// agent cannot read from sysfs) is accepted and answered with no data, so a
+// path (loom:/pfc/...) and per-destination counters
+// (loom:/nic/.../roce/peers/...), which the default NicSubscriptions() request but
+// the agent cannot read from sysfs, are accepted and answered with no data, so a
 // collector without the host profile still gets everything else.
 #ifndef LOOM_TELEMETRY_NIC_AGENT_NIC_AGENT_H_
 #define LOOM_TELEMETRY_NIC_AGENT_NIC_AGENT_H_

@@ -116,14 +116,20 @@ void ClosedLoop::Drain() {
 }
 
 v1::Job ClosedLoop::AddJob(const loom::sim::JobSpec& spec, int traffic_class) {
+  v1::Job job;
+  job.set_tenant(spec.tenant.empty() ? "default" : spec.tenant);
+  job.set_job_id(spec.id);
+  for (const auto& r : spec.ranks) job.add_endpoints(r);
+  job.set_traffic_class(static_cast<uint32_t>(traffic_class));
+  job.set_collective(ToPattern(spec.collective));
+  job.set_expected_bytes_per_iteration(static_cast<uint64_t>(spec.message_bytes));
+  return AddJobAs(spec, job);
+}
+
+v1::Job ClosedLoop::AddJobAs(const loom::sim::JobSpec& spec, const v1::Job& job) {
+  const int traffic_class = static_cast<int>(job.traffic_class());
   v1::RegisterJobRequest req;
-  auto* job = req.mutable_job();
-  job->set_tenant(spec.tenant.empty() ? "default" : spec.tenant);
-  job->set_job_id(spec.id);
-  for (const auto& r : spec.ranks) job->add_endpoints(r);
-  job->set_traffic_class(static_cast<uint32_t>(traffic_class));
-  job->set_collective(ToPattern(spec.collective));
-  job->set_expected_bytes_per_iteration(static_cast<uint64_t>(spec.message_bytes));
+  *req.mutable_job() = job;
   v1::Job out;
   Status status;
   controller_->RegisterJob(req, [&](Status s, v1::RegisterJobResponse r) {

@@ -50,6 +50,9 @@ class ClosedLoop {
   // collective) and adds the same workload to the emulator. Returns Loom's
   // answer.
   loom::v1::Job AddJob(const loom::sim::JobSpec& spec, int traffic_class = 3);
+  // Registers `job` (what the scheduler tells Loom, which may differ from what the
+  // job really does) and adds `spec` to the emulator (what it does).
+  loom::v1::Job AddJobAs(const loom::sim::JobSpec& spec, const loom::v1::Job& job);
   // Runs the loop until virtual time `t`.
   void RunUntil(TimeNs t);
   // Runs until every emulated job is done (or `limit`); true when done.

@@ -327,6 +327,50 @@ TEST_F(LinkStateTest, AlbBucketsReportRatesAndNextHop) {
   EXPECT_FALSE(buckets[0].stale);
 }
 
+TEST(NicPeerTest, NicPeerCountersGiveRatesPerDestinationNic) {
+  loom::v1::Topology topo = testing::TwoTier();
+  testing::AddDevice(&topo, "host-1", loom::v1::DeviceRole::DEVICE_ROLE_HOST);
+  testing::AddDevice(&topo, "nic-1", loom::v1::DeviceRole::DEVICE_ROLE_NIC);
+  testing::AddLink(&topo, "nic-1", "eth0", "leaf-1", "Ethernet10");
+  topology::TopologyIndex index(topo);
+  LinkStateOptions o;
+  o.staleness.sample_interval_ns = 1 * kSec;
+  o.staleness.stale_after_intervals = 3;
+  LinkStateTable table_(index, o);
+  const std::string peer =
+      "loom:/nic/interfaces/interface[name=eth0]/roce/peers/peer[nic=nic-1]/state";
+  for (int t = 1; t <= 2; ++t) {
+    EXPECT_EQ(table_.Apply("nic-0", Note(kDev + t * kSec, peer, {{"tx-octets", U((t - 1) * 5000)}}),
+                           t * kSec),
+              0u);
+  }
+  auto peers = table_.NicPeers(2 * kSec);
+  ASSERT_EQ(peers.size(), 1u);
+  EXPECT_EQ(peers[0].nic, "nic-0");
+  EXPECT_EQ(peers[0].peer, "nic-1");
+  EXPECT_DOUBLE_EQ(peers[0].bps, 40000);
+  EXPECT_FALSE(peers[0].stale);
+  EXPECT_TRUE(table_.NicPeers(10 * kSec)[0].stale);
+  // A destination that is not a NIC of the topology, a switch reporting peers, a
+  // wrong leaf or a text value: counted, not applied.
+  const IngestStats before = table_.stats();
+  table_.Apply("nic-0",
+               Note(kDev + 3 * kSec,
+                    "loom:/nic/interfaces/interface[name=eth0]/roce/peers/peer[nic=leaf-0]/state",
+                    {{"tx-octets", U(1)}}),
+               3 * kSec);
+  table_.Apply("nic-0",
+               Note(kDev + 3 * kSec,
+                    "loom:/nic/interfaces/interface[name=eth0]/roce/peers/peer[nic=nic-9]/state",
+                    {{"tx-octets", U(1)}}),
+               3 * kSec);
+  table_.Apply("nic-0", Note(kDev + 3 * kSec, peer, {{"rx-octets", U(1)}}), 3 * kSec);
+  table_.Apply("nic-0", Note(kDev + 3 * kSec, peer, {{"tx-octets", S("many")}}), 3 * kSec);
+  EXPECT_EQ(table_.stats().unknown_path - before.unknown_path, 3u);
+  EXPECT_EQ(table_.stats().bad_value - before.bad_value, 1u);
+  EXPECT_EQ(table_.NicPeers(3 * kSec).size(), 1u);
+}
+
 TEST(QualityBandTest, EqualWeightsByDefault) {
   QualityParams p;
   EXPECT_EQ(QualityBand(0, 0, 0, p), 7);

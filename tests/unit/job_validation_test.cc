@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tests/unit/test_util.h"
 
 namespace loom::controller {
@@ -28,6 +30,33 @@ class JobValidationTest : public ::testing::Test {
 
 TEST_F(JobValidationTest, AcceptsGpuAndNicEndpoints) {
   EXPECT_TRUE(ValidateJobSpec(job_, *topo_).ok());
+}
+
+TEST_F(JobValidationTest, TrafficMatrixNamesTheBadEntry) {
+  auto add = [&](const std::string& src, const std::string& dst, double w) {
+    auto* f = job_.add_traffic();
+    f->set_src(src);
+    f->set_dst(dst);
+    f->set_weight(w);
+  };
+  add("host000-gpu0", "host003-nic1", 2.5);
+  EXPECT_TRUE(ValidateJobSpec(job_, *topo_).ok());
+  add("host000-gpu0", "host001-gpu0", 1);
+  ExpectInvalid("job.traffic[1].dst", "\"host001-gpu0\" is not an endpoint of the job");
+  job_.mutable_traffic()->RemoveLast();
+  add(std::string(300, 'x'), "host003-nic1", 1);
+  Status s = ValidateJobSpec(job_, *topo_);
+  EXPECT_LT(s.message().size(), 200u) << "a long input is not echoed whole";
+  ExpectInvalid("job.traffic[1].src", "is not an endpoint of the job");
+  job_.mutable_traffic()->RemoveLast();
+  add("host000-gpu0", "host000-gpu0", 1);
+  ExpectInvalid("job.traffic[1]", "src and dst are the same endpoint");
+  job_.mutable_traffic()->RemoveLast();
+  for (double bad : {0.0, -1.0, std::nan(""), static_cast<double>(INFINITY)}) {
+    add("host000-gpu0", "host003-nic1", bad);
+    ExpectInvalid("job.traffic[1].weight", "must be a finite number > 0");
+    job_.mutable_traffic()->RemoveLast();
+  }
 }
 
 TEST_F(JobValidationTest, RejectsEmptyTenant) {
