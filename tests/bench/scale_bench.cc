@@ -79,8 +79,8 @@ double StatusMiB(const std::string& field) {
 }
 
 void Memory(const char* after) {
-  std::printf("  memory after %s: RSS %.0f MiB, peak (VmHWM) %.0f MiB\n", after,
-              StatusMiB("VmRSS"), StatusMiB("VmHWM"));
+  std::printf("  memory after %s: RSS %.0f MiB, peak (VmHWM) %.0f MiB\n", after, StatusMiB("VmRSS"),
+              StatusMiB("VmHWM"));
   std::fflush(stdout);
 }
 
@@ -208,8 +208,8 @@ void RunIncremental4k() {
     double t1 = CpuMs();
     placement.Upsert(j);
     churn_ms.push_back(CpuMs() - t1);
-    by_kind[std::string(Kind(j.collective())) + " " + std::to_string(j.endpoints_size())]
-        .push_back(churn_ms.back());
+    by_kind[std::string(Kind(j.collective())) + " " + std::to_string(j.endpoints_size())].push_back(
+        churn_ms.back());
   }
   std::printf("  arrivals p50 %.3f ms p99 %.3f ms; full recompute %.1f ms (max utilization %.3f)\n",
               Percentile(arrival_ms, 0.5), Percentile(arrival_ms, 0.99), full_ms,
@@ -230,8 +230,7 @@ void RunIncremental4k() {
   double states_ms = CpuMs() - t0;
   size_t routes = 0;
   for (const auto& [id, s] : desired) routes += static_cast<size_t>(s.routes_size());
-  std::printf("  desired states of every switch: %zu colored routes, %.1f ms\n", routes,
-              states_ms);
+  std::printf("  desired states of every switch: %zu colored routes, %.1f ms\n", routes, states_ms);
   PrintRoutes(placement);
 }
 
@@ -327,10 +326,9 @@ void RunLarge(const LargeArgs& a) {
       "MiB\n",
       table_ms, table_wall, each_ms, each_wall, routes, static_cast<double>(bytes) / (1 << 20),
       static_cast<double>(max_bytes) / (1 << 20));
-  std::printf(
-      "  full recompute + desired state (table): %.0f ms CPU (goal <= 2 s: %s)\n",
-      Percentile(full_ms, 0.5) + table_ms,
-      Percentile(full_ms, 0.5) + table_ms <= 2000 ? "met" : "NOT met");
+  std::printf("  full recompute + desired state (table): %.0f ms CPU (goal <= 2 s: %s)\n",
+              Percentile(full_ms, 0.5) + table_ms,
+              Percentile(full_ms, 0.5) + table_ms <= 2000 ? "met" : "NOT met");
   Memory("desired state");
   if (a.materialize_all) {
     w0 = WallMs();
