@@ -564,6 +564,10 @@ loom::te::DeviceLimitsMap DeviceLimitsOf(const Southbound& sb) {
     l.driver = "bgp";
     out[device] = l;
   }
+  // Route budgets: a device without one keeps kDefaultRouteBudget.
+  for (const auto& [device, max] : sb.max_prefixes) {
+    if (max > 0) out[device].max_routes = max;
+  }
   return out;
 }
 

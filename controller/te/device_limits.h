@@ -9,10 +9,16 @@
 #ifndef LOOM_CONTROLLER_TE_DEVICE_LIMITS_H_
 #define LOOM_CONTROLLER_TE_DEVICE_LIMITS_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 
 namespace loom::te {
+
+// Colored routes Loom installs on a device whose inventory sets no route
+// budget (route_budget.max_prefixes): a conservative share of a data-center
+// switch's host-route FIB (64k-256k /32 entries) beside the underlay.
+inline constexpr uint32_t kDefaultRouteBudget = 16384;
 
 struct DeviceLimits {
   // Routes split by destination QP (policy qp_split).
@@ -28,6 +34,10 @@ struct DeviceLimits {
   // Configured fabric-wide settings: ECN/PFC thresholds, the PFC watchdog.
   bool thresholds = true;
   bool pfc_watchdog = true;
+  // Colored routes the device may hold (inventory route_budget.max_prefixes,
+  // kDefaultRouteBudget when none is set). Placement installs at most this
+  // many; the rest of the traffic takes the underlay's ECMP (placement.h).
+  uint32_t max_routes = kDefaultRouteBudget;
   // How the device is programmed, for reasons ("bgp", "bgp+gnmi:sonic").
   std::string driver;
 };

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string_view>
@@ -262,13 +263,32 @@ class Solver {
   Solver(const FabricGraph& g, const std::vector<Unit>& units, PathCache& paths,
          const std::vector<double>* base_load = nullptr)
       : g_(g), units_(units), tree_(std::max(1, g.num_edges())) {
-    load_.assign(static_cast<size_t>(g.num_edges()), 0.0);
+    InitLoad(base_load);
+    BuildCandidates(paths);
+  }
+
+  // A second solver over the same units and graph that shares `other`'s
+  // candidates (read-only once built), e.g. a full recompute's fresh
+  // placement beside the one that keeps current paths.
+  Solver(const Solver& other, const std::vector<double>* base_load)
+      : g_(other.g_), units_(other.units_), tab_(other.tab_), tree_(std::max(1, g_.num_edges())) {
+    InitLoad(base_load);
+  }
+
+ private:
+  void InitLoad(const std::vector<double>* base_load) {
+    load_.assign(static_cast<size_t>(g_.num_edges()), 0.0);
     if (base_load && base_load->size() == load_.size()) load_ = *base_load;
     std::vector<double> util(load_.size());
-    for (int e = 0; e < g.num_edges(); ++e) util[static_cast<size_t>(e)] = Util(e);
+    for (int e = 0; e < g_.num_edges(); ++e) util[static_cast<size_t>(e)] = Util(e);
     tree_.Build(util);
-    on_edge_.resize(static_cast<size_t>(g.num_edges()));
-    top_.assign(units.size(), -1);
+    on_edge_.resize(static_cast<size_t>(g_.num_edges()));
+    top_.assign(units_.size(), -1);
+  }
+
+  void BuildCandidates(PathCache& paths) {
+    const FabricGraph& g = g_;
+    const std::vector<Unit>& units = units_;
     cand_off_.assign(units.size() + 1, 0);
     // Arena size: every allowed top of every unit with a path from each source plus
     // the shared downlink (2-tier), or up to 4 edges per source (3-tier).
@@ -375,6 +395,7 @@ class Solver {
     for (auto& c : cand_) c.edge_add.Bind(arena_);
   }
 
+ public:
   // A candidate's (edge, bits/s) entries, one per edge, inside arena_.
   struct EdgeSpan {
     size_t off = 0, len = 0;
@@ -598,10 +619,17 @@ class Solver {
   const std::vector<Unit>& units_;
   std::vector<double> load_;
   std::vector<int> top_;
-  // Candidates of unit u: cand_[cand_off_[u] .. cand_off_[u + 1]).
-  std::vector<Candidate> cand_;
-  std::vector<size_t> cand_off_;
-  std::vector<std::pair<int, double>> arena_;
+  // Candidates of unit u: cand_[cand_off_[u] .. cand_off_[u + 1]), their edges in
+  // arena_; built once, shared by the solvers of one Place call.
+  struct Tables {
+    std::vector<Candidate> cand;
+    std::vector<size_t> off;
+    std::vector<std::pair<int, double>> arena;
+  };
+  std::shared_ptr<Tables> tab_ = std::make_shared<Tables>();
+  std::vector<Candidate>& cand_ = tab_->cand;
+  std::vector<size_t>& cand_off_ = tab_->off;
+  std::vector<std::pair<int, double>>& arena_ = tab_->arena;
   std::vector<std::vector<size_t>> on_edge_;  // units placed over each edge
   MaxTree tree_;
 };
@@ -676,7 +704,7 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
   std::optional<Solver> fresh_solver;  // full recompute only
   bool adopted = false;
   if (mode == PlacementMode::kFull) {
-    Solver& fresh = fresh_solver.emplace(g, units, paths, base_load);
+    Solver& fresh = fresh_solver.emplace(keep, base_load);
     std::vector<size_t> all;
     std::vector<bool> all_movable(units.size(), true);
     for (size_t u = 0; u < units.size(); ++u) {

@@ -59,6 +59,13 @@ Placement::Placement(std::shared_ptr<const loom::topology::TopologyIndex> topo,
       endpoints_(*topo_) {
   load_.assign(static_cast<size_t>(graph_.num_edges()), 0.0);
   IndexGraph();
+  for (const auto& d : topo_->topology().devices()) {
+    if ((d.role() == v1::DEVICE_ROLE_LEAF || d.role() == v1::DEVICE_ROLE_SPINE ||
+         d.role() == v1::DEVICE_ROLE_SUPER_SPINE) &&
+        switch_index_.emplace(d.id(), static_cast<int>(switches_.size())).second) {
+      switches_.push_back(d.id());
+    }
+  }
 }
 
 void Placement::IndexGraph() {
@@ -66,6 +73,7 @@ void Placement::IndexGraph() {
   for (int t = 0; t < graph_.num_tops(); ++t) top_by_name_[static_cast<size_t>(t)] = t;
   std::sort(top_by_name_.begin(), top_by_name_.end(),
             [&](int a, int b) { return graph_.top(a) < graph_.top(b); });
+  leaf_routes_.resize(static_cast<size_t>(graph_.num_leaves()), 0);
   nic_leaf_.resize(static_cast<size_t>(endpoints_.num_nics()));
   for (int n = 0; n < endpoints_.num_nics(); ++n) {
     nic_leaf_[static_cast<size_t>(n)] = graph_.NicLeaf(endpoints_.nic_id(n));
@@ -74,6 +82,7 @@ void Placement::IndexGraph() {
 
 void Placement::SetPolicy(const v1::PolicySet& set) {
   policy_ = loom::policy::PolicyEngine(set);
+  ++version_;
   RecomputeDedication();
   for (auto& [id, rec] : jobs_) rec.decision = policy_.Evaluate(rec.job);
 }
@@ -83,6 +92,7 @@ bool Placement::SetDownLinks(const std::set<std::string>& down) {
   down_ = down;
   graph_ = FabricGraph::Build(*topo_, down_);
   IndexGraph();
+  ++version_;
   return true;
 }
 
@@ -294,6 +304,7 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   std::map<std::string, int> current;
   if (auto it = jobs_.find(job.job_id()); it != jobs_.end()) {
     AddLoad(it->second, -1);
+    CountRoutes(it->second, -1);
     for (size_t u = 0; u < it->second.units.size(); ++u) {
       const Unit& unit = it->second.units[u];
       current[PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value)] = it->second.top[u];
@@ -319,6 +330,8 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   rec.backup = std::move(r.backup);
   rec.reason = std::move(r.reason);
   AddLoad(rec, +1);
+  CountRoutes(rec, +1);
+  ++version_;
   UpdateMax();
   return MakeAssignment(rec);
 }
@@ -388,7 +401,9 @@ void Placement::Remove(const std::string& job_id) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return;
   AddLoad(it->second, -1);
+  CountRoutes(it->second, -1);
   jobs_.erase(it);
+  ++version_;
   UpdateMax();
 }
 
@@ -398,6 +413,7 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
   std::vector<Unit> all;
   std::vector<std::pair<JobRec*, size_t>> owner;
   std::map<std::string, std::string> before;
+  ++version_;
   for (auto& [id, rec] : jobs_) {
     std::map<std::string, int> current;
     for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
@@ -425,6 +441,9 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
     rec->reason[u] = std::move(r.reason[i]);
   }
   load_ = std::move(r.edge_load);
+  leaf_routes_.assign(static_cast<size_t>(graph_.num_leaves()), 0);
+  for (const auto& [id, rec] : jobs_) CountRoutes(rec, +1);
+  ++version_;
   UpdateMax();
   std::map<std::string, v1::PathAssignment> changed;
   for (auto& [id, rec] : jobs_) {
@@ -555,83 +574,228 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
     }
   }
   if (!rec.limits_note.empty()) reason += "; " + rec.limits_note;
+  if (std::string note = BudgetNote(rec.job.job_id()); !note.empty()) reason += "; " + note;
   a.set_reason(reason);
   return a;
 }
 
-std::map<std::string, v1::DeviceState> Placement::DesiredStates() const {
-  std::map<std::string, v1::DeviceState> out;
-  const auto& topo = topo_->topology();
-  for (const auto& d : topo.devices()) {
-    if (d.role() == v1::DEVICE_ROLE_LEAF || d.role() == v1::DEVICE_ROLE_SPINE ||
-        d.role() == v1::DEVICE_ROLE_SUPER_SPINE) {
-      out[d.id()].set_device(d.id());
+void Placement::CountRoutes(const JobRec& rec, int sign) {
+  for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
+    if (rec.top[u] < 0) continue;
+    for (const auto& [src, rate] : rec.units[u].sources) {
+      (void)rate;
+      if (src < 0 || src == rec.units[u].dst_leaf) continue;
+      leaf_routes_[static_cast<size_t>(src)] += static_cast<uint32_t>(sign);
     }
   }
+}
+
+std::string Placement::BudgetNote(const std::string& job_id) const {
+  if (table_.version != version_) {
+    // Leaves are counted as units are placed: when none is above its budget,
+    // nothing to say (a pod spine's budget is reported once the table is built).
+    bool over = false;
+    for (int l = 0; l < graph_.num_leaves() && !over; ++l) {
+      const uint32_t budget = LimitsOf(limits_, graph_.leaf(l)).max_routes;
+      over = budget > 0 && leaf_routes_[static_cast<size_t>(l)] > budget;
+    }
+    if (!over) return "";
+    BuildRouteTable();
+  }
+  auto it = table_.budget_note.find(job_id);
+  return it == table_.budget_note.end() ? std::string() : it->second;
+}
+
+void Placement::BuildRouteTable() const {
+  if (table_.version == version_) return;
+  RouteTable t;
+  t.version = version_;
+  const size_t n = switches_.size();
+  std::vector<int> leaf_switch(static_cast<size_t>(graph_.num_leaves()), -1);
+  for (int l = 0; l < graph_.num_leaves(); ++l) {
+    auto it = switch_index_.find(graph_.leaf(l));
+    if (it != switch_index_.end()) leaf_switch[static_cast<size_t>(l)] = it->second;
+  }
+  auto switch_of = [&](const std::string& id) {
+    auto it = switch_index_.find(id);
+    return it == switch_index_.end() ? -1 : it->second;
+  };
   // Color tables: on a leaf, color(t) -> first hop towards t; on a pod spine
   // (3-tier), color(t) -> t.
+  t.colors.resize(n);
+  std::vector<std::set<uint32_t>> spine_colors(graph_.three_tier() ? n : 0);
   for (int l = 0; l < graph_.num_leaves(); ++l) {
-    auto& st = out[graph_.leaf(l)];
-    for (int t = 0; t < graph_.num_tops(); ++t) {
-      std::string hop = graph_.FirstHop(l, t);
-      if (hop.empty()) continue;
-      auto* c = st.add_colors();
-      c->set_color(kRouteColorBase + static_cast<uint32_t>(t));
-      c->add_next_hops(hop);
+    const int ls = leaf_switch[static_cast<size_t>(l)];
+    for (int top = 0; top < graph_.num_tops(); ++top) {
+      std::string hop = graph_.FirstHop(l, top);
+      if (hop.empty() || ls < 0) continue;
+      const uint32_t color = kRouteColorBase + static_cast<uint32_t>(top);
       if (graph_.three_tier()) {
-        auto& sp = out[hop];
-        bool have = false;
-        for (const auto& x : sp.colors()) have |= x.color() == c->color();
-        if (!have) {
-          auto* sc = sp.add_colors();
-          sc->set_color(c->color());
-          sc->add_next_hops(graph_.top(t));
+        const int hs = switch_of(hop);
+        if (hs >= 0 && spine_colors[static_cast<size_t>(hs)].insert(color).second) {
+          t.colors[static_cast<size_t>(hs)].emplace_back(color, graph_.top(top));
         }
       }
+      t.colors[static_cast<size_t>(ls)].emplace_back(color, std::move(hop));
     }
   }
-  std::set<std::pair<std::string, std::string>> spine_routes;  // (spine, destination part)
+  // Routes per switch in (job id, unit) order, with the rate each carries there.
+  std::vector<std::vector<std::pair<RouteRef, double>>> per(n);
+  std::set<std::pair<int, std::string>> spine_routes;  // (pod spine, destination part)
   for (const auto& [id, rec] : jobs_) {
-    for (size_t u = 0; u < rec.units.size(); ++u) {
-      if (u >= rec.top.size() || rec.top[u] < 0) continue;
+    for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
+      const int top = rec.top[u];
+      if (top < 0) continue;
       const Unit& unit = rec.units[u];
-      v1::ColoredRoute route;
-      route.set_destination(unit.dst_nic);
-      route.set_color(kRouteColorBase + static_cast<uint32_t>(rec.top[u]));
-      if (rec.backup[u] >= 0) {
-        route.set_backup_color(kRouteColorBase + static_cast<uint32_t>(rec.backup[u]));
-      }
-      route.set_job_id(id);
-      route.set_traffic_class(rec.job.traffic_class());
-      route.set_qp_mask(unit.qp_mask);
-      route.set_qp_value(unit.qp_value);
-      for (int l = 0; l < graph_.num_leaves(); ++l) {
-        if (l == unit.dst_leaf) continue;
-        *out[graph_.leaf(l)].add_routes() = route;
-        if (graph_.three_tier()) {
-          std::string hop = graph_.FirstHop(l, rec.top[u]);
-          // Pod spines of other pods forward up on the route's color.
-          if (!hop.empty() && graph_.FirstHop(unit.dst_leaf, rec.top[u]) != hop &&
-              spine_routes.emplace(hop, PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value))
-                  .second) {
-            *out[hop].add_routes() = route;
-          }
-        }
-      }
-    }
-    if (rec.decision.action.spray_eligible()) {
-      for (int l = 0; l < graph_.num_leaves(); ++l) {
-        if (!LimitsOf(limits_, graph_.leaf(l)).spray) continue;
-        auto* s = out[graph_.leaf(l)].add_spray_rules();
-        s->set_traffic_class(rec.job.traffic_class());
-        if (rec.job.qp_ranges_size() == 1) {
-          s->set_qp_first(rec.job.qp_ranges(0).first());
-          s->set_qp_last(rec.job.qp_ranges(0).last());
+      const RouteRef ref{&rec, static_cast<uint32_t>(u)};
+      std::string dst_hop;
+      if (graph_.three_tier()) dst_hop = graph_.FirstHop(unit.dst_leaf, top);
+      for (const auto& [src, rate] : unit.sources) {
+        if (src < 0 || src == unit.dst_leaf) continue;
+        const int ls = leaf_switch[static_cast<size_t>(src)];
+        if (ls >= 0) per[static_cast<size_t>(ls)].emplace_back(ref, rate);
+        if (!graph_.three_tier()) continue;
+        // Pod spines of other pods forward up on the route's color.
+        std::string hop = graph_.FirstHop(src, top);
+        if (hop.empty() || hop == dst_hop) continue;
+        const int hs = switch_of(hop);
+        if (hs >= 0 &&
+            spine_routes.emplace(hs, PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value)).second) {
+          per[static_cast<size_t>(hs)].emplace_back(ref, rate);
         }
       }
     }
   }
+  // Route budgets: keep the routes that carry the most traffic from the switch.
+  std::map<std::string, std::map<std::string, size_t>> left_out;  // job -> switch -> routes
+  t.begin.assign(n + 1, 0);
+  for (size_t s = 0; s < n; ++s) {
+    auto& v = per[s];
+    const uint32_t budget = LimitsOf(limits_, switches_[s]).max_routes;
+    if (budget > 0 && v.size() > budget) {
+      ++t.over_budget;
+      std::vector<uint32_t> order(v.size());
+      for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](uint32_t a, uint32_t b) { return v[a].second > v[b].second; });
+      std::vector<char> keep(v.size(), 0);
+      for (uint32_t i = 0; i < budget; ++i) keep[order[i]] = 1;
+      size_t w = 0;
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (keep[i]) {
+          v[w++] = v[i];
+        } else {
+          ++t.dropped;
+          left_out[v[i].first.rec->job.job_id()][switches_[s]]++;
+        }
+      }
+      v.resize(w);
+    }
+    t.begin[s + 1] = t.begin[s] + static_cast<uint32_t>(v.size());
+  }
+  t.refs.reserve(t.begin[n]);
+  for (auto& v : per) {
+    for (const auto& [ref, rate] : v) t.refs.push_back(ref);
+    std::vector<std::pair<RouteRef, double>>().swap(v);
+  }
+  for (const auto& [job, where] : left_out) {
+    size_t total = 0;
+    std::string devices;
+    for (const auto& [sw, k] : where) {
+      total += k;
+      if (devices.size() < 200) {
+        devices += (devices.empty() ? "" : ", ") + sw + " (budget " +
+                   std::to_string(LimitsOf(limits_, sw).max_routes) + ")";
+      } else if (devices.back() != '.') {
+        devices += ", ...";
+      }
+    }
+    t.budget_note[job] = std::to_string(total) +
+                         " colored route(s) left out for route budgets on " +
+                         std::to_string(where.size()) + " switch(es): " + devices +
+                         "; that traffic takes the underlay's ECMP there";
+  }
+  table_ = std::move(t);
+}
+
+std::vector<std::string> Placement::DesiredDevices() const {
+  std::vector<std::string> out;
+  out.reserve(switch_index_.size());
+  for (const auto& [id, s] : switch_index_) out.push_back(id);
   return out;
+}
+
+v1::DeviceState Placement::DesiredStateOf(const std::string& device) const {
+  v1::DeviceState st;
+  auto it = switch_index_.find(device);
+  if (it == switch_index_.end()) return st;
+  BuildRouteTable();
+  const size_t s = static_cast<size_t>(it->second);
+  st.set_device(device);
+  for (const auto& [color, hop] : table_.colors[s]) {
+    auto* c = st.add_colors();
+    c->set_color(color);
+    c->add_next_hops(hop);
+  }
+  st.mutable_routes()->Reserve(static_cast<int>(table_.begin[s + 1] - table_.begin[s]));
+  for (uint32_t i = table_.begin[s]; i < table_.begin[s + 1]; ++i) {
+    const JobRec& rec = *table_.refs[i].rec;
+    const size_t u = table_.refs[i].unit;
+    const Unit& unit = rec.units[u];
+    auto* route = st.add_routes();
+    route->set_destination(unit.dst_nic);
+    route->set_color(kRouteColorBase + static_cast<uint32_t>(rec.top[u]));
+    if (u < rec.backup.size() && rec.backup[u] >= 0) {
+      route->set_backup_color(kRouteColorBase + static_cast<uint32_t>(rec.backup[u]));
+    }
+    route->set_job_id(rec.job.job_id());
+    route->set_traffic_class(rec.job.traffic_class());
+    route->set_qp_mask(unit.qp_mask);
+    route->set_qp_value(unit.qp_value);
+  }
+  if (graph_.LeafIndex(device) >= 0 && LimitsOf(limits_, device).spray) {
+    for (const auto& [id, rec] : jobs_) {
+      if (!rec.decision.action.spray_eligible()) continue;
+      auto* r = st.add_spray_rules();
+      r->set_traffic_class(rec.job.traffic_class());
+      if (rec.job.qp_ranges_size() == 1) {
+        r->set_qp_first(rec.job.qp_ranges(0).first());
+        r->set_qp_last(rec.job.qp_ranges(0).last());
+      }
+    }
+  }
+  return st;
+}
+
+std::map<std::string, v1::DeviceState> Placement::DesiredStates() const {
+  std::map<std::string, v1::DeviceState> out;
+  for (const auto& [id, s] : switch_index_) out.emplace_hint(out.end(), id, DesiredStateOf(id));
+  return out;
+}
+
+Placement::RouteStats Placement::Routes() const {
+  BuildRouteTable();
+  RouteStats st;
+  st.routes = table_.refs.size();
+  st.dropped = table_.dropped;
+  st.devices_over_budget = table_.over_budget;
+  st.leaves = static_cast<size_t>(graph_.num_leaves());
+  size_t on_leaves = 0;
+  for (int l = 0; l < graph_.num_leaves(); ++l) {
+    auto it = switch_index_.find(graph_.leaf(l));
+    if (it == switch_index_.end()) continue;
+    const size_t s = static_cast<size_t>(it->second);
+    const size_t k = table_.begin[s + 1] - table_.begin[s];
+    on_leaves += k;
+    st.max_per_leaf = std::max(st.max_per_leaf, k);
+    const uint32_t b = LimitsOf(limits_, graph_.leaf(l)).max_routes;
+    if (b > 0 && (st.min_budget == 0 || b < st.min_budget)) st.min_budget = b;
+  }
+  st.mean_per_leaf = st.leaves ? static_cast<double>(on_leaves) / st.leaves : 0;
+  st.table_bytes =
+      table_.refs.capacity() * sizeof(RouteRef) + table_.begin.capacity() * sizeof(uint32_t);
+  for (const auto& c : table_.colors) st.table_bytes += c.capacity() * 40;
+  return st;
 }
 
 }  // namespace loom::te

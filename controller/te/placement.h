@@ -48,7 +48,10 @@ class Placement {
   bool SetDownLinks(const std::set<std::string>& down);
   // What each switch's southbound can program (device_limits.h). Takes
   // effect for jobs placed after; call Recompute() for existing ones.
-  void SetDeviceLimits(DeviceLimitsMap limits) { limits_ = std::move(limits); }
+  void SetDeviceLimits(DeviceLimitsMap limits) {
+    limits_ = std::move(limits);
+    ++version_;
+  }
 
   // Adds or replaces a job and places its traffic incrementally around the
   // other jobs. A job whose status already carries routes (reloaded after a
@@ -83,9 +86,37 @@ class Placement {
   // Recomputes every job. Returns the assignments whose routes changed.
   std::map<std::string, loom::v1::PathAssignment> Recompute(PlacementMode mode);
 
+  // Desired state. Routes are scoped and budgeted:
+  // - a unit's colored route goes only on the leaves its traffic enters the
+  //   fabric from (its source leaves; in a 3-tier fabric also the pod spine
+  //   those leaves reach its top through, when that is not the destination's
+  //   pod spine). Other leaves send nothing the placement accounts for to
+  //   that destination; their traffic to it takes the underlay's ECMP.
+  // - a device gets at most its route budget (DeviceLimits::max_routes);
+  //   beyond it, the routes carrying the least traffic from that device are
+  //   left out (their traffic takes ECMP) and the jobs' reasons say so.
+  // The placement keeps a compact route table (integer references into its
+  // units, per device) and builds a device's protobuf only when asked.
+  //
   // Desired state of every switch (leaves and spines; super-spines have no
-  // choices to make).
+  // choices to make): DesiredStateOf for each of DesiredDevices().
   std::map<std::string, loom::v1::DeviceState> DesiredStates() const;
+  // The switches that have a desired state (id order).
+  std::vector<std::string> DesiredDevices() const;
+  // Desired state of one switch (empty when it has none).
+  loom::v1::DeviceState DesiredStateOf(const std::string& device) const;
+  // Route figures of the current desired state.
+  struct RouteStats {
+    size_t routes = 0;         // installed, every device
+    size_t leaves = 0;         // leaves in the fabric
+    size_t max_per_leaf = 0;   // installed on the busiest leaf
+    double mean_per_leaf = 0;  // installed per leaf
+    size_t dropped = 0;        // left out for route budgets
+    size_t devices_over_budget = 0;
+    uint32_t min_budget = 0;  // smallest leaf budget
+    size_t table_bytes = 0;   // memory of the compact route table
+  };
+  RouteStats Routes() const;
 
   double max_utilization() const { return max_utilization_; }
   const FabricGraph& graph() const { return graph_; }
@@ -119,6 +150,12 @@ class Placement {
   loom::v1::PathAssignment MakeAssignment(const JobRec& rec) const;
   std::vector<int> TopsOfColors(const google::protobuf::RepeatedField<uint32_t>& colors) const;
   void UpdateMax();
+  // Compact route table (see DesiredStates), rebuilt when version_ moved.
+  void BuildRouteTable() const;
+  // Routes needed per leaf (before budgets), kept up to date with the units
+  // placed; leaves above their budget make MakeAssignment build the table.
+  void CountRoutes(const JobRec& rec, int sign);
+  std::string BudgetNote(const std::string& job_id) const;
 
   std::shared_ptr<const loom::topology::TopologyIndex> topo_;
   PlacementParams params_;
@@ -139,6 +176,27 @@ class Placement {
   std::map<std::string, double> scale_;
   // job -> measured traffic matrix (absent = the stated matrix or the pattern).
   std::map<std::string, std::vector<NicDemand>> measured_;
+
+  // Bumped by every change to jobs, graph, policy or limits.
+  uint64_t version_ = 1;
+  std::vector<uint32_t> leaf_routes_;  // per graph leaf: routes needed
+  // Switches with a desired state (topology order) and their index by id.
+  std::vector<std::string> switches_;
+  std::map<std::string, int> switch_index_;
+  struct RouteRef {
+    const JobRec* rec;
+    uint32_t unit;
+  };
+  struct RouteTable {
+    uint64_t version = 0;
+    std::vector<uint32_t> begin;  // per switch: first ref (size switches + 1)
+    std::vector<RouteRef> refs;   // per switch, in (job id, unit) order
+    // Per switch: (color, next hop) of its color table.
+    std::vector<std::vector<std::pair<uint32_t, std::string>>> colors;
+    std::map<std::string, std::string> budget_note;  // job -> what was left out
+    size_t dropped = 0, over_budget = 0;
+  };
+  mutable RouteTable table_;
 };
 
 }  // namespace loom::te

@@ -351,6 +351,39 @@ TEST(PlacementTest, QpSplitIsNotAskedOfALeafWhoseSouthboundCannotExpressIt) {
   EXPECT_NEAR(p.max_utilization(), 1.5, 1e-9);
 }
 
+// Three flows leaf0 -> leaf1 need three colored routes on leaf0 (none on
+// leaf1, the destinations' leaf); with a budget of two, one is left out (its
+// traffic takes ECMP) and the job's reason says where and why.
+TEST(PlacementTest, RoutesBeyondALeafsBudgetAreLeftOutAndTheReasonSaysSo) {
+  auto topo = loom::testing::SmallFabric();
+  Placement p(topo, {});
+  v1::PathAssignment a = p.Upsert(ThreeCrossLeafFlows());
+  EXPECT_EQ(p.DesiredStateOf("leaf0").routes_size(), 3);
+  EXPECT_EQ(p.DesiredStateOf("leaf1").routes_size(), 0);
+  EXPECT_EQ(a.reason().find("route budget"), std::string::npos) << a.reason();
+  loom::te::DeviceLimitsMap limits;
+  limits["leaf0"].max_routes = 2;
+  p.SetDeviceLimits(limits);
+  a = p.Upsert(ThreeCrossLeafFlows());
+  EXPECT_EQ(a.routes_size(), 3);  // the placement itself is unchanged
+  v1::DeviceState leaf0 = p.DesiredStateOf("leaf0");
+  EXPECT_EQ(leaf0.routes_size(), 2);
+  EXPECT_EQ(leaf0.colors_size(), 2);
+  EXPECT_NE(a.reason().find("1 colored route(s) left out for route budgets on 1 switch(es): "
+                            "leaf0 (budget 2)"),
+            std::string::npos)
+      << a.reason();
+  auto stats = p.Routes();
+  EXPECT_EQ(stats.routes, 2u);
+  EXPECT_EQ(stats.dropped, 1u);
+  EXPECT_EQ(stats.max_per_leaf, 2u);
+  // The map of every switch is the same per-device state.
+  auto all = p.DesiredStates();
+  ASSERT_TRUE(all.count("leaf0"));
+  EXPECT_EQ(all["leaf0"].SerializeAsString(), leaf0.SerializeAsString());
+  EXPECT_EQ(all.size(), p.DesiredDevices().size());
+}
+
 TEST(PlacementTest, QpSplitSpreadsEachDestinationOverSpinesByQpParts) {
   auto topo = loom::testing::SmallFabric();
   Placement whole(topo, {});
