@@ -111,6 +111,11 @@ class Controller {
     adaptive_.SetDeviceLimits(limits);
     limits_ = limits;
   }
+  // NICs whose transport tolerates reordering (inventory), before Start:
+  // their jobs may be sprayed where pinning cannot fit (placement.h).
+  void SetReorderTolerantNics(std::set<std::string> nics) {
+    placement_.SetReorderTolerantNics(std::move(nics));
+  }
   // Configured fabric-wide settings a device cannot carry ("leaf0: thresholds
   // (programmed by bgp)"); they are not asked of it. For start-up and reload
   // logs.

@@ -328,6 +328,13 @@ int main(int argc, char** argv) {
   // drivers can carry.
   const loom::te::DeviceLimitsMap device_limits = loom::loomd::DeviceLimitsOf(sb);
   controller.SetDeviceLimits(device_limits);
+  {
+    std::set<std::string> tolerant;
+    for (const auto& [id, dev] : inventory->devices) {
+      if (dev.nic().reorder_tolerance() == loom::v1::REORDER_TOLERANCE_FULL) tolerant.insert(id);
+    }
+    controller.SetReorderTolerantNics(std::move(tolerant));
+  }
   auto warn_uncarried = [&](const loom::v1::LoomdConfig& c) {
     for (const auto& u : loom::controller::Controller::UncarriedSettings(
              {c.fabric_settings().begin(), c.fabric_settings().end()}, index->topology(),

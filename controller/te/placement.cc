@@ -232,6 +232,11 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
       parts = 1;
     }
   }
+  rec.spray_ok = rec.decision.action.spray_eligible();
+  if (!rec.spray_ok && !reorder_tolerant_.empty() && !d.nics.empty()) {
+    rec.spray_ok = true;
+    for (int n : d.nics) rec.spray_ok &= reorder_tolerant_.count(endpoints_.nic_id(n)) > 0;
+  }
   if (rec.decision.action.spray_eligible()) {
     std::vector<std::string> no_spray;
     for (int l = 0; l < graph_.num_leaves(); ++l) {
@@ -297,6 +302,96 @@ void Placement::UpdateMax() {
       max_utilization_ =
           std::max(max_utilization_, load_[static_cast<size_t>(e)] / graph_.capacity(e));
     }
+  }
+  UpdateSpraying();
+}
+
+void Placement::SetReorderTolerantNics(std::set<std::string> nics) {
+  reorder_tolerant_ = std::move(nics);
+  ++version_;
+}
+
+namespace {
+// Spraying must lower the overloaded link's predicted utilization by this much.
+constexpr double kSprayGain = 0.05;
+}  // namespace
+
+void Placement::UpdateSpraying() {
+  bool any = false;
+  for (auto& [id, rec] : jobs_) {
+    any |= std::any_of(rec.sprayed.begin(), rec.sprayed.end(), [](char c) { return c != 0; });
+    rec.sprayed.assign(rec.units.size(), 0);
+    rec.spray_note.clear();
+  }
+  if (any) ++version_;
+  if (max_utilization_ <= 1.0 + 1e-9 || graph_.three_tier()) return;
+  const int leaves = graph_.num_leaves(), tops = graph_.num_tops();
+  auto util = [&](int e) {
+    return e < 0 || graph_.capacity(e) <= 0 ? 0.0
+                                            : load_[static_cast<size_t>(e)] / graph_.capacity(e);
+  };
+  // Per leaf and side: the busiest live uplink (downlink) as pinned, and the same
+  // load spread evenly over the leaf's live uplinks (downlinks).
+  std::vector<double> up_pinned(static_cast<size_t>(leaves), 0.0), up_fluid(up_pinned),
+      down_pinned(up_pinned), down_fluid(up_pinned);
+  for (int l = 0; l < leaves; ++l) {
+    double up_load = 0, up_cap = 0, down_load = 0, down_cap = 0;
+    const size_t li = static_cast<size_t>(l);
+    for (int t = 0; t < tops; ++t) {
+      if (int e = graph_.UpEdge(l, t); e >= 0) {
+        up_load += load_[static_cast<size_t>(e)];
+        up_cap += graph_.capacity(e);
+        up_pinned[li] = std::max(up_pinned[li], util(e));
+      }
+      if (int e = graph_.DownEdge(l, t); e >= 0) {
+        down_load += load_[static_cast<size_t>(e)];
+        down_cap += graph_.capacity(e);
+        down_pinned[li] = std::max(down_pinned[li], util(e));
+      }
+    }
+    up_fluid[li] = up_cap > 0 ? up_load / up_cap : 0;
+    down_fluid[li] = down_cap > 0 ? down_load / down_cap : 0;
+  }
+  auto relieved = [](double pinned, double fluid) {
+    return pinned > 1.0 + 1e-9 && fluid < pinned * (1.0 - kSprayGain);
+  };
+  for (auto& [id, rec] : jobs_) {
+    if (!rec.spray_ok) continue;
+    size_t count = 0;
+    double worst_pinned = 0, worst_fluid = 0;
+    auto consider = [&](bool* over, double pinned, double fluid) {
+      if (!relieved(pinned, fluid)) return;
+      *over = true;
+      if (pinned > worst_pinned) {
+        worst_pinned = pinned;
+        worst_fluid = fluid;
+      }
+    };
+    for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
+      const Unit& unit = rec.units[u];
+      if (rec.top[u] < 0 || unit.qp_mask != 0) continue;  // QP-split parts stay pinned
+      bool spray = true, over = false;
+      for (const auto& [src, rate] : unit.sources) {
+        if (src < 0 || src == unit.dst_leaf) continue;
+        spray &= LimitsOf(limits_, graph_.leaf(src)).spray;
+        consider(&over, up_pinned[static_cast<size_t>(src)], up_fluid[static_cast<size_t>(src)]);
+      }
+      const size_t d = static_cast<size_t>(unit.dst_leaf);
+      consider(&over, down_pinned[d], down_fluid[d]);
+      if (!spray || !over) continue;
+      rec.sprayed[u] = 1;
+      ++count;
+    }
+    if (count == 0) continue;
+    ++version_;
+    rec.spray_note = std::to_string(count) +
+                     " destination(s) sprayed per packet at their source leaves: pinning whole "
+                     "flows cannot fit there (busiest pinned link " +
+                     Percent(worst_pinned) + ", spread over the leaf's live links " +
+                     Percent(worst_fluid) + "); " +
+                     (rec.decision.action.spray_eligible()
+                          ? std::string("the policy allows spraying")
+                          : std::string("every NIC of the job tolerates reordering (inventory)"));
   }
 }
 
@@ -456,8 +551,10 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
 std::string Placement::RouteKey(const v1::PathAssignment& a) {
   std::string key;
   for (const auto& r : a.routes()) {
-    key += PartKey(r.destination(), r.qp_mask(), r.qp_value()) + ">" + r.via() + "|" +
-           r.backup_via() + ";";
+    key +=
+        PartKey(r.destination(), r.qp_mask(), r.qp_value()) + ">" + r.via() + "|" + r.backup_via();
+    for (const auto& l : r.sprayed_at()) key += "~" + l;
+    key += ";";
   }
   return key;
 }
@@ -494,6 +591,12 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
       r->set_backup_via(graph_.top(b));
       r->set_backup_color(kRouteColorBase + static_cast<uint32_t>(b));
       backups[static_cast<size_t>(b)]++;
+    }
+    if (u < rec.sprayed.size() && rec.sprayed[u]) {
+      for (const auto& [src, rate] : unit.sources) {
+        (void)rate;
+        if (src >= 0 && src != unit.dst_leaf) r->add_sprayed_at(graph_.leaf(src));
+      }
     }
     for (const auto& [src, rate] : unit.sources) {
       (void)rate;
@@ -573,6 +676,7 @@ v1::PathAssignment Placement::MakeAssignment(const JobRec& rec) const {
         break;
     }
   }
+  if (!rec.spray_note.empty()) reason += "; " + rec.spray_note;
   if (!rec.limits_note.empty()) reason += "; " + rec.limits_note;
   if (std::string note = BudgetNote(rec.job.job_id()); !note.empty()) reason += "; " + note;
   a.set_reason(reason);
@@ -641,12 +745,25 @@ void Placement::BuildRouteTable() const {
   }
   // Routes per switch in (job id, unit) order, with the rate each carries there.
   std::vector<std::vector<std::pair<RouteRef, double>>> per(n);
+  t.spray_jobs.assign(n, {});
   std::set<std::pair<int, std::string>> spine_routes;  // (pod spine, destination part)
   for (const auto& [id, rec] : jobs_) {
     for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
       const int top = rec.top[u];
       if (top < 0) continue;
       const Unit& unit = rec.units[u];
+      if (u < rec.sprayed.size() && rec.sprayed[u]) {
+        // No colored route: the leaf sprays the job's class over its live uplinks.
+        for (const auto& [src, rate] : unit.sources) {
+          (void)rate;
+          if (src < 0 || src == unit.dst_leaf) continue;
+          const int ls = leaf_switch[static_cast<size_t>(src)];
+          if (ls < 0) continue;
+          auto& v = t.spray_jobs[static_cast<size_t>(ls)];
+          if (v.empty() || v.back() != &rec) v.push_back(&rec);
+        }
+        continue;
+      }
       const RouteRef ref{&rec, static_cast<uint32_t>(u)};
       std::string dst_hop;
       if (graph_.three_tier()) dst_hop = graph_.FirstHop(unit.dst_leaf, top);
@@ -754,8 +871,12 @@ v1::DeviceState Placement::DesiredStateOf(const std::string& device) const {
     route->set_qp_value(unit.qp_value);
   }
   if (graph_.LeafIndex(device) >= 0 && LimitsOf(limits_, device).spray) {
+    const auto& sprayed = table_.spray_jobs[s];
     for (const auto& [id, rec] : jobs_) {
-      if (!rec.decision.action.spray_eligible()) continue;
+      if (!rec.decision.action.spray_eligible() &&
+          std::find(sprayed.begin(), sprayed.end(), &rec) == sprayed.end()) {
+        continue;
+      }
       auto* r = st.add_spray_rules();
       r->set_traffic_class(rec.job.traffic_class());
       if (rec.job.qp_ranges_size() == 1) {

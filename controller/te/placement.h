@@ -118,6 +118,12 @@ class Placement {
   };
   RouteStats Routes() const;
 
+  // NICs whose RoCE transport tolerates reordering (inventory
+  // nic.reorder_tolerance FULL): a job all of whose NICs are in the set may be
+  // sprayed per packet where pinning cannot fit, as one whose policy says
+  // spray_eligible. Takes effect at the next Upsert/Recompute.
+  void SetReorderTolerantNics(std::set<std::string> nics);
+
   double max_utilization() const { return max_utilization_; }
   const FabricGraph& graph() const { return graph_; }
   // Color of a top device; 0 when unknown.
@@ -130,6 +136,11 @@ class Placement {
     // What the devices could not carry of the policy's action (for the reason).
     std::string limits_note;
     DemandSource demand_source = DemandSource::kPattern;
+    // May be sprayed per packet (policy, or every NIC reorder-tolerant).
+    bool spray_ok = false;
+    // Per unit: sprayed at its source leaves instead of pinned (UpdateSpraying).
+    std::vector<char> sprayed;
+    std::string spray_note;
     std::vector<Unit> units;
     std::vector<int> top, backup;
     std::vector<std::string> reason;
@@ -150,6 +161,16 @@ class Placement {
   loom::v1::PathAssignment MakeAssignment(const JobRec& rec) const;
   std::vector<int> TopsOfColors(const google::protobuf::RepeatedField<uint32_t>& colors) const;
   void UpdateMax();
+  // Spraying where pinning cannot fit (2-tier): a leaf whose busiest live
+  // uplink (downlink) is predicted over capacity, and whose live uplinks
+  // (downlinks) would carry the same load spread evenly at least kSprayGain
+  // lower, is one where whole-flow pinning cannot fit. Every unit of a job that
+  // may be sprayed with a source leaf (its destination leaf) like that is
+  // sprayed at its source leaves: no colored route there, a spray rule for the
+  // job's class, and the switch spreads its packets over every live uplink by
+  // quality, as switch per-packet spraying does. Load accounting stays with
+  // the pinned top (an approximation: the spread evens out what is pinned).
+  void UpdateSpraying();
   // Compact route table (see DesiredStates), rebuilt when version_ moved.
   void BuildRouteTable() const;
   // Routes needed per leaf (before budgets), kept up to date with the units
@@ -174,6 +195,7 @@ class Placement {
   std::map<std::string, std::set<int>> dedicated_;
   // job -> measured demand scale (absent = 1).
   std::map<std::string, double> scale_;
+  std::set<std::string> reorder_tolerant_;
   // job -> measured traffic matrix (absent = the stated matrix or the pattern).
   std::map<std::string, std::vector<NicDemand>> measured_;
 
@@ -195,6 +217,8 @@ class Placement {
     std::vector<std::vector<std::pair<uint32_t, std::string>>> colors;
     std::map<std::string, std::string> budget_note;  // job -> what was left out
     size_t dropped = 0, over_budget = 0;
+    // Per switch: jobs with units sprayed from it (spray rules).
+    std::vector<std::vector<const JobRec*>> spray_jobs;
   };
   mutable RouteTable table_;
 };

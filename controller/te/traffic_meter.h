@@ -18,9 +18,9 @@
 // total-variation distance between the measured and in-use rows of the sources
 // that sent (each row weighing the same: the share of the job's bytes that would
 // have to move to other NIC pairs) is at least `min_distance`. The new matrix is
-// the measured rows, plus the in-use rows of sources not seen sending. After a verdict, or a judgement that found them
-// close, the job's accumulator restarts: one verdict needs fresh evidence, and
-// a matrix that matches what is in use never moves anything.
+// the measured rows, plus the in-use rows of sources not seen sending. After a verdict, or a
+// judgement that found them close, the job's accumulator restarts: one verdict needs fresh
+// evidence, and a matrix that matches what is in use never moves anything.
 //
 // Pure, single-threaded (the controller strand). O(rates + jobs' NICs) per
 // Observe, O(pairs) per Judge.

@@ -1,6 +1,7 @@
 #include "tests/closedloop/harness.h"
 
 #include <future>
+#include <set>
 #include <stdexcept>
 
 #include "api/topology/topology_generate.h"
@@ -95,6 +96,13 @@ void ClosedLoop::StartController() {
   controller_ =
       std::make_unique<Controller>(io_, clock_, *store_, index_, *registry_, options_.controller);
   if (options_.loom_programs) controller_->AddDriver(driver_.get());
+  if (options_.nics_reorder_tolerant) {
+    std::set<std::string> nics;
+    for (const auto& d : options_.topology.devices()) {
+      if (d.role() == v1::DEVICE_ROLE_NIC) nics.insert(d.id());
+    }
+    controller_->SetReorderTolerantNics(std::move(nics));
+  }
   st = controller_->Start();
   if (!st.ok()) throw std::runtime_error("controller: " + st.message());
   controller_->Tick();

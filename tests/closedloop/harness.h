@@ -37,6 +37,9 @@ struct LoopOptions {
   TimeNs telemetry_interval_ns = 10 * kNsPerMs;
   // Subscribe to NIC telemetry too (RoCE counters, burst gaps for DLB tuning).
   bool subscribe_nics = true;
+  // Every NIC tolerates reordering (as an inventory with nic.reorder_tolerance
+  // FULL would say): Loom may spray jobs where pinning cannot fit.
+  bool nics_reorder_tolerant = false;
   std::string db_path;  // SQLite file; the caller owns its directory
   loom::controller::ControllerOptions controller;
 };

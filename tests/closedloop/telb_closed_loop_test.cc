@@ -196,6 +196,61 @@ TEST(TelbClosedLoopTest, MeasuredTrafficCorrectsAWrongDemandModel) {
       << "mean JCT: blind " << blind / 3 << " ms, measured " << measured / 3 << " ms";
 }
 
+// One of leaf0's four uplinks is down, four 400G elephants leave leaf0: pinning
+// whole flows puts two on one link (predicted 200 %); an even spread over the three
+// live uplinks is 133 %. With reorder-tolerant NICs Loom sprays at leaf0.
+struct SprayOutcome {
+  double jct_ms = 0;
+  std::set<std::string> sprayed_at;
+  std::string reason;
+};
+
+SprayOutcome RunFourFlowsOverThreeUplinks(bool tolerant) {
+  TempDir dir;
+  LoopOptions o = Options(dir, true, 1);
+  o.nics_reorder_tolerant = tolerant;
+  o.telemetry_interval_ns = 1 * kNsPerMs;
+  ClosedLoop loop(o);
+  std::string dead;
+  const v1::Topology topo = TwoLeavesFourSpines();
+  for (const auto& l : topo.links()) {
+    if (l.a().device() == "leaf0" && l.b().device() == "spine3") dead = l.id();
+  }
+  EXPECT_TRUE(loop.fabric().SetLinkUp(dead, false).ok()) << dead;
+  loop.RunUntil(5 * kNsPerMs);  // Loom learns it from telemetry
+  JobSpec spec = CrossLeafPairs("elephants", "acme", kFourFlows, 200e6);
+  spec.start_ns = 6 * kNsPerMs;
+  loop.AddJob(spec);
+  EXPECT_TRUE(loop.RunUntilJobsDone(100 * kNsPerMs));
+  auto st = loop.fabric().GetJob(0);
+  SprayOutcome out;
+  out.jct_ms = static_cast<double>(st.end_ns - st.start_ns) / 1e6;
+  const v1::Job job = loop.GetJob("elephants");
+  const auto& a = job.status().assignment();
+  out.reason = a.reason();
+  for (const auto& r : a.routes()) {
+    for (const auto& l : r.sprayed_at()) out.sprayed_at.insert(l);
+  }
+  return out;
+}
+
+TEST(TelbClosedLoopTest, ReorderTolerantJobIsSprayedWherePinningCannotFit) {
+  SprayOutcome pinned = RunFourFlowsOverThreeUplinks(false);
+  SprayOutcome sprayed = RunFourFlowsOverThreeUplinks(true);
+  std::printf("four elephants over three uplinks: pinned %.2f ms, sprayed %.2f ms\n", pinned.jct_ms,
+              sprayed.jct_ms);
+  EXPECT_TRUE(pinned.sprayed_at.empty()) << pinned.reason;
+  EXPECT_EQ(sprayed.sprayed_at, std::set<std::string>{"leaf0"}) << sprayed.reason;
+  EXPECT_NE(sprayed.reason.find("sprayed per packet"), std::string::npos) << sprayed.reason;
+  EXPECT_NE(sprayed.reason.find("busiest pinned link 200%"), std::string::npos) << sprayed.reason;
+  EXPECT_NE(sprayed.reason.find("every NIC of the job tolerates reordering"), std::string::npos)
+      << sprayed.reason;
+  // Ideal over three links: 4 x 200 MB / 1200 Gb/s = 5.33 ms; pinned: two flows share a
+  // link, 8 ms.
+  EXPECT_GT(pinned.jct_ms, 7.5);
+  EXPECT_LT(sprayed.jct_ms, 0.8 * pinned.jct_ms);
+}
+
 TEST(TelbClosedLoopTest, DedicatedTenantNeverCrossesOtherTenantsSpines) {
   TempDir dir;
   ClosedLoop loop(Options(dir, true, 7));

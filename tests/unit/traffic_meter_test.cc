@@ -1,11 +1,12 @@
 // Demand from what the scheduler states and what the fabric measures:
 // JobDemand with a traffic matrix, TrafficMeter's attribution and hysteresis,
 // Placement with a measured matrix.
+#include "controller/te/traffic_meter.h"
+
 #include <gtest/gtest.h>
 
 #include "controller/te/demand.h"
 #include "controller/te/placement.h"
-#include "controller/te/traffic_meter.h"
 #include "tests/unit/test_util.h"
 
 namespace loom::te {
@@ -72,8 +73,8 @@ TEST(TrafficMeterTest, DistanceIsTheShareOfBytesThatWouldMove) {
 
 TEST(TrafficMeterTest, AttributesPairsToTheOneJobWithBothNicsAndWaitsForEvidence) {
   TrafficMeter m({.min_samples = 3, .min_distance = 0.3});
-  std::map<std::string, std::vector<std::string>> jobs = {
-      {"a", {"n0", "n1", "n2", "n3"}}, {"b", {"n2", "n3", "n4"}}};
+  std::map<std::string, std::vector<std::string>> jobs = {{"a", {"n0", "n1", "n2", "n3"}},
+                                                          {"b", {"n2", "n3", "n4"}}};
   // Modelled: a sends n0 -> n1, n1 -> n0; it really sends n0 -> n3 and n1 -> n2.
   // n2 -> n3 belongs to both jobs (not attributable); n4 -> n9 to none.
   auto model = [](const std::string& id) {
