@@ -192,6 +192,7 @@ struct Port {
   double pkts_max = 0;
   std::array<Counter, kNumIf> c;
   OperStatus oper = OperStatus::kUnknown;
+  TimeNs oper_arrival = -1;  // local arrival of the last oper-status update
   std::vector<QueueSlot> queues;
   std::array<PfcSlot, 8> pfc;
   std::array<Counter, kNumNic> nic;
@@ -435,9 +436,12 @@ struct LinkStateTable::Impl {
       if (n == 4 && Is(*e[3], "oper-status")) {
         std::string_view s;
         if (!GetText(val, &s)) return Bad();
+        const OperStatus before = p->oper;
         p->oper = s == "UP"        ? OperStatus::kUp
                   : s == "UNKNOWN" ? OperStatus::kUnknown
                                    : OperStatus::kDown;
+        p->oper_arrival = arrival;
+        if (p->oper != before) ++stats->oper_changes;
         return true;
       }
       if (n != 5 || !Is(*e[3], "counters")) return Unknown();
@@ -902,6 +906,15 @@ std::vector<LinkDirectionState> LinkStateTable::Compute(TimeNs now_ns) const {
                                                 : TimeNs{0});
         pol.sample_interval_ns = std::max(pol.sample_interval_ns, dev_interval);
         s.stale = !s.has_rate || IsStale(s.last_fresh_ns, now_ns, pol);
+        // An oper-status notification (ON_CHANGE) is news by itself: a link that goes
+        // down before its counters gave a first rate, or between samples, is known
+        // down from that notification on.
+        s.oper_fresh = !s.stale;
+        for (const Port* end : {&tx, &rx}) {
+          if (end->oper_arrival >= 0 && !IsStale(end->oper_arrival, now_ns, pol)) {
+            s.oper_fresh = true;
+          }
+        }
       }
       s.unavailable_signals =
           im.devices.at(*s.tx_device).unavailable | im.devices.at(*s.rx_device).unavailable;
@@ -1150,8 +1163,28 @@ LinkTelemetry::LinkTelemetry(const topology::TopologyIndex& index, LinkStateOpti
 
 size_t LinkTelemetry::OnNotification(const std::string& target, const gnmi::Notification& n,
                                      TimeNs arrival_ns) {
+  size_t rejected = 0;
+  bool changed = false;
+  std::function<void()> notify;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t before = table_.stats().oper_changes;
+    rejected = table_.Apply(target, n, arrival_ns);
+    changed = table_.stats().oper_changes != before;
+    if (changed) notify = on_oper_change_;
+  }
+  if (notify) notify();
+  return rejected;
+}
+
+void LinkTelemetry::SetOnOperChange(std::function<void()> f) {
   std::lock_guard<std::mutex> lock(mu_);
-  return table_.Apply(target, n, arrival_ns);
+  on_oper_change_ = std::move(f);
+}
+
+uint64_t LinkTelemetry::OperChanges() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return table_.stats().oper_changes;
 }
 
 LinkSnapshot LinkTelemetry::Snapshot() const {

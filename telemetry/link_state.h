@@ -28,6 +28,8 @@
 //                    reports UP and none reports otherwise, else UNKNOWN
 //   stale            the counter behind tx_bps was not refreshed within
 //                    StalenessPolicy (local arrival time; see counters.h)
+//   oper_fresh       not stale, or an end's oper-status update arrived within
+//                    the same window (oper may be acted on)
 //
 // Quality band, 0 (worst) .. 7 (best), as switch DLB computes port quality:
 //   load_level  = number of load_thresholds  <= utilization      (0..7)
@@ -57,6 +59,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -127,6 +130,10 @@ struct LinkDirectionState {
   TimeNs last_sample_ns = 0;         // Device timestamp behind tx_bps.
   TimeNs last_fresh_ns = -1;         // Local arrival time behind tx_bps.
   bool stale = true;
+  // `oper` is current: the counters are fresh, or an end's oper-status update
+  // arrived within the staleness window (a link reported down between samples,
+  // or before its counters gave a first rate).
+  bool oper_fresh = false;
   int quality_band = 0;
   // Operational capacity: capacity_bps unless the device reports a lower
   // negotiated speed (lanes lost, a degraded link); 0 when unknown.
@@ -175,6 +182,7 @@ struct IngestStats {
   uint64_t wraps = 0;
   uint64_t implausible = 0;
   uint64_t deletes = 0;
+  uint64_t oper_changes = 0;  // A port's reported oper-status changed.
 };
 
 struct LinkStateOptions {
@@ -274,11 +282,17 @@ class LinkTelemetry final : public TelemetrySink {
   void SetInterfaceAliases(const std::string& device,
                            std::unordered_map<std::string, std::string> aliases,
                            const std::string& lldp_name = "");
+  // Called (on the collector's thread, without the lock) after a notification that
+  // changed a port's oper-status: the owner takes a snapshot at once instead of at
+  // its next interval, so a link failure is acted on within milliseconds.
+  void SetOnOperChange(std::function<void()> f);
+  uint64_t OperChanges() const;
 
  private:
   const Clock* clock_;
   mutable std::mutex mu_;
   LinkStateTable table_;
+  std::function<void()> on_oper_change_;
 };
 
 }  // namespace loom::telemetry

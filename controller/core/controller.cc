@@ -949,11 +949,11 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
     if (b >= snapshot_->links.size()) break;
     const auto& up = snapshot_->links[a];
     const auto& down = snapshot_->links[b];
-    // Act only on fresh data: a stale direction says nothing.
+    // Act only on fresh data: a stale direction says nothing (an oper-status
+    // notification that just arrived is fresh even before the counters are).
     bool any_fresh = false, any_down = false, any_up = false;
     for (const auto* d : {&up, &down}) {
-      if (d->stale && d->oper == loom::telemetry::OperStatus::kUnknown) continue;
-      if (d->stale) continue;
+      if (!d->oper_fresh) continue;
       any_fresh = true;
       any_down |= d->oper == loom::telemetry::OperStatus::kDown;
       any_up |= d->oper == loom::telemetry::OperStatus::kUp;
@@ -1145,13 +1145,21 @@ void Controller::MeasureTraffic() {
     nics.erase(std::unique(nics.begin(), nics.end()), nics.end());
   }
   traffic_meter_.Observe(rates, job_nics);
-  for (auto& v :
-       traffic_meter_.Judge([this](const std::string& id) { return placement_.DemandInUse(id); })) {
+  std::vector<std::string> confirmed;
+  for (auto& v : traffic_meter_.Judge(
+           [this](const std::string& id) { return placement_.DemandInUse(id); }, &confirmed)) {
     LOG_INFO("measured traffic differs from the demand model")
         .With("job", v.job_id)
         .With("distance", std::to_string(v.distance));
     placement_.SetMeasuredDemand(v.job_id, std::move(v.measured));
     traffic_pending_[v.job_id] = v.why;
+  }
+  for (const auto& id : confirmed) {
+    if (placement_.SetDemandConfirmed(id)) {
+      traffic_pending_[id] = "measured traffic of job " + id +
+                             " goes where its demand model says: pinned where pinning fits "
+                             "instead of sprayed";
+    }
   }
 }
 

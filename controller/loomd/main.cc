@@ -562,6 +562,14 @@ int main(int argc, char** argv) {
   std::mutex snap_mu;
   std::condition_variable snap_cv;
   bool snap_stop = false;
+  bool snap_now = false;  // a port's oper-status changed: snapshot without waiting
+  link_telemetry.SetOnOperChange([&] {
+    {
+      std::lock_guard<std::mutex> lock(snap_mu);
+      snap_now = true;
+    }
+    snap_cv.notify_all();
+  });
   std::thread snapshots;
   auto& target_gauges = prometheus::BuildGauge()
                             .Name("loom_telemetry_targets")
@@ -588,7 +596,10 @@ int main(int argc, char** argv) {
   // collector's target health.
   auto snapshot_loop = [&] {
     std::unique_lock<std::mutex> lock(snap_mu);
-    while (!snap_cv.wait_for(lock, std::chrono::nanoseconds(interval), [&] { return snap_stop; })) {
+    while (!snap_cv.wait_for(lock, std::chrono::nanoseconds(interval), [&] {
+      return snap_stop || snap_now;
+    }) || !snap_stop) {
+      snap_now = false;
       lock.unlock();
       controller.OnLinkSnapshot(
           std::make_shared<const loom::telemetry::LinkSnapshot>(link_telemetry.Snapshot()));
@@ -677,6 +688,7 @@ int main(int argc, char** argv) {
     collector.Stop();
     if (emulator) emulator->Stop();
     stop_wire();
+    link_telemetry.SetOnOperChange(nullptr);
   };
 
   std::unique_ptr<prometheus::Exposer> exposer;

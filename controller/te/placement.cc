@@ -201,7 +201,10 @@ std::string Placement::QpSplitBlocker() const {
 
 void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& current) const {
   rec.units.clear();
-  const double scale = DemandScale(rec.job.job_id());
+  // A measured matrix is placed NIC-bound: the NICs' measured send rates (the scale)
+  // were what the fabric gave the job, and a matrix is measured exactly when the
+  // fabric was not giving the job what it needed.
+  const double scale = MeasuredDemand(rec.job.job_id()) ? 1.0 : DemandScale(rec.job.job_id());
   rec.modelled_scale = scale;
   rec.modelled_valid = false;  // ModelledNicRates computes it when asked
   // One unit per destination NIC (in id order) with the rates from each source leaf,
@@ -232,6 +235,13 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
       parts = 1;
     }
   }
+  rec.nic_leaves.clear();
+  for (int l : leaf) {
+    if (l >= 0) rec.nic_leaves.push_back(l);
+  }
+  std::sort(rec.nic_leaves.begin(), rec.nic_leaves.end());
+  rec.nic_leaves.erase(std::unique(rec.nic_leaves.begin(), rec.nic_leaves.end()),
+                       rec.nic_leaves.end());
   rec.spray_ok = rec.decision.action.spray_eligible();
   if (!rec.spray_ok && !reorder_tolerant_.empty() && !d.nics.empty()) {
     rec.spray_ok = true;
@@ -312,6 +322,12 @@ void Placement::SetReorderTolerantNics(std::set<std::string> nics) {
 }
 
 namespace {
+// Patterns whose pairing the API does not fix: the model's pairs are a placeholder
+// (permutation: i -> i+N/2) until the scheduler states a matrix or measurement shows
+// one. Rings, trees, all-to-all, incast and pairs follow the endpoint order.
+bool PairingUnknown(v1::CollectivePattern p) {
+  return p == v1::COLLECTIVE_PATTERN_PERMUTATION || p == v1::COLLECTIVE_PATTERN_UNSPECIFIED;
+}
 // Spraying must lower the overloaded link's predicted utilization by this much.
 constexpr double kSprayGain = 0.05;
 }  // namespace
@@ -324,71 +340,156 @@ void Placement::UpdateSpraying() {
     rec.spray_note.clear();
   }
   if (any) ++version_;
-  if (max_utilization_ <= 1.0 + 1e-9 || graph_.three_tier()) return;
-  const int leaves = graph_.num_leaves(), tops = graph_.num_tops();
-  auto util = [&](int e) {
-    return e < 0 || graph_.capacity(e) <= 0 ? 0.0
-                                            : load_[static_cast<size_t>(e)] / graph_.capacity(e);
-  };
-  // Per leaf and side: the busiest live uplink (downlink) as pinned, and the same
-  // load spread evenly over the leaf's live uplinks (downlinks).
-  std::vector<double> up_pinned(static_cast<size_t>(leaves), 0.0), up_fluid(up_pinned),
-      down_pinned(up_pinned), down_fluid(up_pinned);
-  for (int l = 0; l < leaves; ++l) {
-    double up_load = 0, up_cap = 0, down_load = 0, down_cap = 0;
-    const size_t li = static_cast<size_t>(l);
-    for (int t = 0; t < tops; ++t) {
-      if (int e = graph_.UpEdge(l, t); e >= 0) {
-        up_load += load_[static_cast<size_t>(e)];
-        up_cap += graph_.capacity(e);
-        up_pinned[li] = std::max(up_pinned[li], util(e));
-      }
-      if (int e = graph_.DownEdge(l, t); e >= 0) {
-        down_load += load_[static_cast<size_t>(e)];
-        down_cap += graph_.capacity(e);
-        down_pinned[li] = std::max(down_pinned[li], util(e));
-      }
-    }
-    up_fluid[li] = up_cap > 0 ? up_load / up_cap : 0;
-    down_fluid[li] = down_cap > 0 ? down_load / down_cap : 0;
-  }
-  auto relieved = [](double pinned, double fluid) {
-    return pinned > 1.0 + 1e-9 && fluid < pinned * (1.0 - kSprayGain);
-  };
+  if (graph_.three_tier()) return;
+  // Not known yet where the job's bytes go (the pattern's prior, not yet confirmed
+  // by measurement): spraying fits any matrix, pinning only the right one.
   for (auto& [id, rec] : jobs_) {
-    if (!rec.spray_ok) continue;
+    if (!rec.spray_ok || rec.demand_source != DemandSource::kPattern || confirmed_.count(id) ||
+        !PairingUnknown(rec.job.collective())) {
+      continue;
+    }
     size_t count = 0;
-    double worst_pinned = 0, worst_fluid = 0;
-    auto consider = [&](bool* over, double pinned, double fluid) {
-      if (!relieved(pinned, fluid)) return;
-      *over = true;
-      if (pinned > worst_pinned) {
-        worst_pinned = pinned;
-        worst_fluid = fluid;
-      }
-    };
     for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
       const Unit& unit = rec.units[u];
-      if (rec.top[u] < 0 || unit.qp_mask != 0) continue;  // QP-split parts stay pinned
-      bool spray = true, over = false;
+      if (rec.top[u] < 0 || unit.qp_mask != 0) continue;
+      bool spray = true;
       for (const auto& [src, rate] : unit.sources) {
-        if (src < 0 || src == unit.dst_leaf) continue;
-        spray &= LimitsOf(limits_, graph_.leaf(src)).spray;
-        consider(&over, up_pinned[static_cast<size_t>(src)], up_fluid[static_cast<size_t>(src)]);
+        if (src >= 0 && src != unit.dst_leaf) spray &= LimitsOf(limits_, graph_.leaf(src)).spray;
       }
-      const size_t d = static_cast<size_t>(unit.dst_leaf);
-      consider(&over, down_pinned[d], down_fluid[d]);
-      if (!spray || !over) continue;
+      if (!spray) continue;
       rec.sprayed[u] = 1;
       ++count;
     }
     if (count == 0) continue;
     ++version_;
     rec.spray_note = std::to_string(count) +
+                     " destination(s) sprayed per packet: the job's pattern does not fix who "
+                     "sends to whom, so its pairs are a guess until measured or stated, and "
+                     "spraying fits any traffic matrix; " +
+                     (rec.decision.action.spray_eligible()
+                          ? std::string("the policy allows spraying")
+                          : std::string("every NIC of the job tolerates reordering (inventory)"));
+  }
+  if (max_utilization_ <= 1.0 + 1e-9) return;
+  // Where pinning cannot fit: a leaf with a link predicted over capacity. For each job
+  // that may be sprayed and each such leaf, spraying the job's units that leave (enter)
+  // that leaf spreads them over the leaf's live uplinks (downlinks). The predicted
+  // completion time of a job is taken as the busiest link its traffic crosses (fluid,
+  // fair share); the job's units there are sprayed when that lowers the summed
+  // predictions of the job and of every job sharing a link with the change by more
+  // than kSprayGain. Greedy in job id order, each accepted change seen by the next.
+  const int leaves = graph_.num_leaves(), tops = graph_.num_tops();
+  std::vector<double> eff = load_;
+  auto util = [&](int e, const std::vector<double>& l) {
+    return e < 0 || graph_.capacity(e) <= 0 ? 0.0 : l[static_cast<size_t>(e)] / graph_.capacity(e);
+  };
+  std::vector<char> over_up(static_cast<size_t>(leaves), 0), over_down(over_up);
+  for (int l = 0; l < leaves; ++l) {
+    for (int t = 0; t < tops; ++t) {
+      if (util(graph_.UpEdge(l, t), load_) > 1.0 + 1e-9) over_up[static_cast<size_t>(l)] = 1;
+      if (util(graph_.DownEdge(l, t), load_) > 1.0 + 1e-9) over_down[static_cast<size_t>(l)] = 1;
+    }
+  }
+  // Edges a unit's traffic from `src` crosses: pinned on `top`, or sprayed (an even
+  // share over every top both src's uplink and the destination's downlink are live on).
+  auto add_unit = [&](const Unit& u, int src, double rate, bool sprayed, int top,
+                      std::map<int, double>* out) {
+    if (src < 0 || src == u.dst_leaf) return;
+    if (!sprayed) {
+      (*out)[graph_.UpEdge(src, top)] += rate;
+      (*out)[graph_.DownEdge(u.dst_leaf, top)] += rate;
+      return;
+    }
+    std::vector<int> via;
+    for (int t = 0; t < tops; ++t) {
+      if (graph_.UpEdge(src, t) >= 0 && graph_.DownEdge(u.dst_leaf, t) >= 0) via.push_back(t);
+    }
+    for (int t : via) {
+      (*out)[graph_.UpEdge(src, t)] += rate / static_cast<double>(via.size());
+      (*out)[graph_.DownEdge(u.dst_leaf, t)] += rate / static_cast<double>(via.size());
+    }
+  };
+  // A job's edges as placed now (sprayed units spread).
+  auto job_edges = [&](const JobRec& rec, std::map<int, double>* out) {
+    for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
+      if (rec.top[u] < 0) continue;
+      for (const auto& [src, rate] : rec.units[u].sources) {
+        add_unit(rec.units[u], src, rate, rec.sprayed[u] != 0, rec.top[u], out);
+      }
+    }
+  };
+  auto predicted = [&](const std::map<int, double>& edges, const std::vector<double>& l) {
+    double t = 0;
+    for (const auto& [e, rate] : edges) {
+      if (e >= 0 && rate > 0) t = std::max(t, util(e, l));
+    }
+    return t;
+  };
+  for (auto& [id, rec] : jobs_) {
+    if (!rec.spray_ok || !rec.spray_note.empty()) continue;
+    size_t count = 0;
+    double worst_before = 0, worst_after = 0;
+    for (int l = 0; l < leaves; ++l) {
+      const bool up = over_up[static_cast<size_t>(l)], down = over_down[static_cast<size_t>(l)];
+      if (!up && !down) continue;
+      // The job's pinned units leaving / entering l.
+      std::vector<size_t> cand;
+      for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
+        const Unit& unit = rec.units[u];
+        if (rec.top[u] < 0 || rec.sprayed[u] || unit.qp_mask != 0) continue;
+        bool touches = down && unit.dst_leaf == l, spray = true;
+        for (const auto& [src, rate] : unit.sources) {
+          touches |= up && src == l;
+          if (src >= 0 && src != unit.dst_leaf) spray &= LimitsOf(limits_, graph_.leaf(src)).spray;
+        }
+        if (touches && spray) cand.push_back(u);
+      }
+      if (cand.empty()) continue;
+      std::map<int, double> before_j, delta;
+      job_edges(rec, &before_j);
+      for (size_t u : cand) {
+        std::map<int, double> pin, spr;
+        for (const auto& [src, rate] : rec.units[u].sources) {
+          add_unit(rec.units[u], src, rate, false, rec.top[u], &pin);
+          add_unit(rec.units[u], src, rate, true, rec.top[u], &spr);
+        }
+        for (const auto& [e, r] : pin) delta[e] -= r;
+        for (const auto& [e, r] : spr) delta[e] += r;
+      }
+      std::vector<double> after = eff;
+      for (const auto& [e, r] : delta) {
+        if (e >= 0) after[static_cast<size_t>(e)] += r;
+      }
+      for (size_t u : cand) rec.sprayed[u] = 1;
+      std::map<int, double> after_j;
+      job_edges(rec, &after_j);
+      for (size_t u : cand) rec.sprayed[u] = 0;
+      double sum_before = predicted(before_j, eff), sum_after = predicted(after_j, after);
+      const double j_before = sum_before, j_after = sum_after;
+      for (const auto& [oid, other] : jobs_) {
+        if (&other == &rec) continue;
+        std::map<int, double> oe;
+        job_edges(other, &oe);
+        bool shares = false;
+        for (const auto& [e, r] : delta) shares |= e >= 0 && r != 0 && oe.count(e) > 0;
+        if (!shares) continue;
+        sum_before += predicted(oe, eff);
+        sum_after += predicted(oe, after);
+      }
+      if (sum_after >= sum_before * (1.0 - kSprayGain)) continue;
+      for (size_t u : cand) rec.sprayed[u] = 1;
+      eff = std::move(after);
+      count += cand.size();
+      worst_before = std::max(worst_before, j_before);
+      worst_after = std::max(worst_after, j_after);
+    }
+    if (count == 0) continue;
+    ++version_;
+    rec.spray_note = std::to_string(count) +
                      " destination(s) sprayed per packet at their source leaves: pinning whole "
-                     "flows cannot fit there (busiest pinned link " +
-                     Percent(worst_pinned) + ", spread over the leaf's live links " +
-                     Percent(worst_fluid) + "); " +
+                     "flows cannot fit there (the job's busiest link predicted at " +
+                     Percent(worst_before) + " pinned, " + Percent(worst_after) +
+                     " sprayed, and no worse for the jobs it shares links with); " +
                      (rec.decision.action.spray_eligible()
                           ? std::string("the policy allows spraying")
                           : std::string("every NIC of the job tolerates reordering (inventory)"));
@@ -416,6 +517,7 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
                    job.endpoints().end()) ||
        rec.job.traffic_size() != job.traffic_size())) {
     measured_.erase(job.job_id());
+    confirmed_.erase(job.job_id());
   }
   rec.job = job;
   rec.decision = policy_.Evaluate(job);
@@ -490,9 +592,17 @@ std::vector<NicDemand> Placement::DemandInUse(const std::string& job_id) const {
   return out;
 }
 
+bool Placement::SetDemandConfirmed(const std::string& job_id) {
+  if (!jobs_.count(job_id) || !confirmed_.insert(job_id).second) return false;
+  ++version_;
+  UpdateSpraying();
+  return true;
+}
+
 void Placement::Remove(const std::string& job_id) {
   scale_.erase(job_id);
   measured_.erase(job_id);
+  confirmed_.erase(job_id);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return;
   AddLoad(it->second, -1);
@@ -767,6 +877,18 @@ void Placement::BuildRouteTable() const {
       const RouteRef ref{&rec, static_cast<uint32_t>(u)};
       std::string dst_hop;
       if (graph_.three_tier()) dst_hop = graph_.FirstHop(unit.dst_leaf, top);
+      // The job's other leaves get the route too, carrying nothing predicted: traffic
+      // of the job the demand does not predict still takes the destination's color
+      // (destinations spread over the tops) instead of hashing; first to go for a
+      // route budget. Bounded by the job's size, not the fabric's.
+      // (A job that may be sprayed sprays what is not predicted instead: no route.)
+      for (int l : rec.nic_leaves) {
+        if (rec.spray_ok || l == unit.dst_leaf) continue;
+        bool source = false;
+        for (const auto& [src, rate] : unit.sources) source |= src == l;
+        const int ls = leaf_switch[static_cast<size_t>(l)];
+        if (!source && ls >= 0) per[static_cast<size_t>(ls)].emplace_back(ref, 0.0);
+      }
       for (const auto& [src, rate] : unit.sources) {
         if (src < 0 || src == unit.dst_leaf) continue;
         const int ls = leaf_switch[static_cast<size_t>(src)];
@@ -781,6 +903,16 @@ void Placement::BuildRouteTable() const {
           per[static_cast<size_t>(hs)].emplace_back(ref, rate);
         }
       }
+    }
+  }
+  // Jobs that may be sprayed: their leaves spray their class (unpredicted traffic).
+  for (const auto& [id, rec] : jobs_) {
+    if (!rec.spray_ok) continue;
+    for (int l : rec.nic_leaves) {
+      const int ls = leaf_switch[static_cast<size_t>(l)];
+      if (ls < 0) continue;
+      auto& v = t.spray_jobs[static_cast<size_t>(ls)];
+      if (std::find(v.begin(), v.end(), &rec) == v.end()) v.push_back(&rec);
     }
   }
   // Route budgets: keep the routes that carry the most traffic from the switch.

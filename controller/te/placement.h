@@ -80,6 +80,10 @@ class Placement {
   // Dropped when the job is removed or its endpoints or stated matrix change.
   bool SetMeasuredDemand(const std::string& job_id, std::vector<NicDemand> pairs);
   const std::vector<NicDemand>* MeasuredDemand(const std::string& job_id) const;
+  // Measurement found the job's traffic where its matrix says (TrafficMeter):
+  // a job that may be sprayed is pinned from now on where pinning fits (until
+  // then its prior is unconfirmed and it is sprayed). True when newly so.
+  bool SetDemandConfirmed(const std::string& job_id);
   // The NIC-to-NIC rates (at scale 1) the job is placed with.
   std::vector<NicDemand> DemandInUse(const std::string& job_id) const;
 
@@ -136,8 +140,11 @@ class Placement {
     // What the devices could not carry of the policy's action (for the reason).
     std::string limits_note;
     DemandSource demand_source = DemandSource::kPattern;
-    // May be sprayed per packet (policy, or every NIC reorder-tolerant).
+    // May be sprayed per packet (policy, or every NIC reorder-tolerant). Such a
+    // job's leaves spray its class: what the demand predicts is pinned by
+    // colored routes, traffic it does not predict (no route) is sprayed.
     bool spray_ok = false;
+    std::vector<int> nic_leaves;  // leaves of the job's NICs (sorted)
     // Per unit: sprayed at its source leaves instead of pinned (UpdateSpraying).
     std::vector<char> sprayed;
     std::string spray_note;
@@ -196,6 +203,7 @@ class Placement {
   // job -> measured demand scale (absent = 1).
   std::map<std::string, double> scale_;
   std::set<std::string> reorder_tolerant_;
+  std::set<std::string> confirmed_;  // jobs whose pattern prior measurement confirmed
   // job -> measured traffic matrix (absent = the stated matrix or the pattern).
   std::map<std::string, std::vector<NicDemand>> measured_;
 

@@ -112,18 +112,27 @@ std::map<std::string, std::map<std::string, double>> RowShares(const std::vector
 }  // namespace
 
 std::vector<TrafficVerdict> TrafficMeter::Judge(
-    const std::function<std::vector<NicDemand>(const std::string&)>& in_use) {
+    const std::function<std::vector<NicDemand>(const std::string&)>& in_use,
+    std::vector<std::string>* confirmed) {
   std::vector<TrafficVerdict> out;
   for (auto& [job, acc] : jobs_) {
     if (acc.samples < options_.min_samples) continue;
+    std::vector<NicDemand> mean;
+    for (const auto& [k, sum] : acc.sum) mean.push_back({k.first, k.second, sum / acc.samples});
+    const auto measured = RowShares(mean);
+    const auto model = RowShares(in_use(job));
+    // Enough of the job seen: most sources the model has (counters of a NIC give a
+    // rate from their second sample on), unless the evidence keeps not coming.
+    size_t seen = 0;
+    for (const auto& [src, row] : model) seen += measured.count(src);
+    if (static_cast<double>(seen) < options_.min_coverage * static_cast<double>(model.size()) &&
+        acc.samples < 4 * options_.min_samples) {
+      continue;
+    }
     TrafficVerdict v;
     v.job_id = job;
     v.samples = acc.samples;
-    std::vector<NicDemand> mean;
-    for (const auto& [k, sum] : acc.sum) mean.push_back({k.first, k.second, sum / acc.samples});
     acc = Acc();  // fresh evidence for the next judgement
-    const auto measured = RowShares(mean);
-    const auto model = RowShares(in_use(job));
     // Distance over the sources that sent (one that sent nothing in the window, e.g.
     // done or in a compute phase, says nothing): each row weighs the same.
     std::vector<NicDemand> a, b;
@@ -138,7 +147,10 @@ std::vector<TrafficVerdict> TrafficMeter::Judge(
       for (const auto& [dst, share] : mr->second) b.push_back({src, dst, share});
     }
     v.distance = TrafficDistance(a, b);
-    if (v.distance < options_.min_distance) continue;
+    if (v.distance < options_.min_distance) {
+      if (confirmed != nullptr) confirmed->push_back(job);
+      continue;
+    }
     // The new matrix: measured rows, and the model's rows for sources not seen sending.
     v.measured = std::move(a);
     for (const auto& [src, row] : model) {

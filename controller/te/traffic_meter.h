@@ -14,7 +14,8 @@
 // flows on one link get half each), so what is compared is where each source NIC's
 // bytes go: its row of the matrix scaled to sum 1.
 // Decision rule (hysteresis): a job is judged once it has `min_samples` snapshots
-// with traffic since its last verdict (or registration); it is re-placed when the
+// with traffic since its last verdict (or registration) and at least
+// `min_coverage` of the sources of its in-use matrix were seen sending; it is re-placed when the
 // total-variation distance between the measured and in-use rows of the sources
 // that sent (each row weighing the same: the share of the job's bytes that would
 // have to move to other NIC pairs) is at least `min_distance`. The new matrix is
@@ -38,9 +39,12 @@ namespace loom::te {
 
 struct TrafficMeterOptions {
   // Snapshots with traffic a job needs before it is judged.
-  int min_samples = 3;
+  int min_samples = 2;
   // Total-variation distance (0..1) at which the measured matrix replaces the one in use.
   double min_distance = 0.3;
+  // Share of the in-use matrix's sources that must have been seen sending before a
+  // judgement (waived after 4 x min_samples samples).
+  double min_coverage = 0.9;
 };
 
 struct TrafficVerdict {
@@ -63,9 +67,11 @@ class TrafficMeter {
   void Observe(const std::vector<NicDemand>& rates,
                const std::map<std::string, std::vector<std::string>>& job_nics);
   // Judges the jobs with enough samples against the matrix each is placed with
-  // (`in_use`, NIC-to-NIC rates at any scale). Returns the ones to re-place.
+  // (`in_use`, NIC-to-NIC rates at any scale). Returns the ones to re-place;
+  // `confirmed` (optional) receives the jobs judged close to it.
   std::vector<TrafficVerdict> Judge(
-      const std::function<std::vector<NicDemand>(const std::string&)>& in_use);
+      const std::function<std::vector<NicDemand>(const std::string&)>& in_use,
+      std::vector<std::string>* confirmed = nullptr);
   // The job was released or changed: drop what was measured.
   void Forget(const std::string& job_id) { jobs_.erase(job_id); }
   int samples(const std::string& job_id) const;

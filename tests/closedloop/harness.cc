@@ -161,7 +161,10 @@ void ClosedLoop::RunUntil(TimeNs t) {
     TimeNs next = std::min(t, fabric_->now() + options_.control_period_ns);
     gnmi_->RunUntil(next);
     clock_.Set(fabric_->now());
-    if (fabric_->now() >= next_snapshot_ns_) {
+    // A link's oper-status changed (ON_CHANGE): a snapshot now, as loomd takes one.
+    const uint64_t oper = link_telemetry_->OperChanges();
+    if (fabric_->now() >= next_snapshot_ns_ || oper != oper_changes_seen_) {
+      oper_changes_seen_ = oper;
       controller_->OnLinkSnapshot(
           std::make_shared<const loom::telemetry::LinkSnapshot>(link_telemetry_->Snapshot()));
       next_snapshot_ns_ = fabric_->now() + options_.telemetry_interval_ns;

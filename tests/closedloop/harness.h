@@ -88,6 +88,7 @@ class ClosedLoop {
   std::unique_ptr<loom::controller::SqliteStore> store_;
   std::unique_ptr<loom::controller::Controller> controller_;
   TimeNs next_snapshot_ns_ = 0;
+  uint64_t oper_changes_seen_ = 0;
 };
 
 // A small 2-tier test fabric: `leaves` x `spines`, 400G, hosts with 2 GPUs
