@@ -86,6 +86,13 @@ class FabricGraph {
   int DownEdge(int leaf, int t) const {
     return down_edge_[static_cast<size_t>(leaf) * tops_.size() + static_cast<size_t>(t)];
   }
+  // 2-tier only: every leaf's edges to and from top t are live.
+  bool TopLive(int t) const { return top_live_[static_cast<size_t>(t)] != 0; }
+  // 2-tier only: for every top, the ids of a leaf's live edges to and from it
+  // are below those of every leaf after it (leaf index order), so a path's
+  // edges are in id order when taken in leaf order. True for topologies whose
+  // links are listed leaf by leaf, or spine by spine in leaf order.
+  bool leaf_ordered() const { return leaf_ordered_; }
 
  private:
   int EdgeIdx(int from_dev, int to_dev) const;
@@ -98,6 +105,8 @@ class FabricGraph {
   // 2-tier: [leaf * tops + top] -> live leaf->top / top->leaf edge, -1 when
   // missing or without capacity (filled by Build; no name lookups later).
   std::vector<int> up_edge_, down_edge_;
+  std::vector<char> top_live_;  // per top
+  bool leaf_ordered_ = false;
   std::vector<std::string> leaf_pod_;                     // per leaf
   std::map<std::pair<std::string, int>, int> pod_spine_;  // (pod, top) -> device index
   std::map<std::pair<int, int>, int> edges_;              // (from dev, to dev) -> edge
