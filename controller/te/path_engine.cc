@@ -446,14 +446,15 @@ class Solver {
   }
 
  public:
-  // The candidates of unit u (allowed tops with a live path, in allowed order).
-  void Cands(size_t u, std::vector<Cand>* out) const {
-    out->clear();
+  // Calls f(const Cand&) for each candidate of unit u: its allowed tops with a
+  // live path, in allowed order.
+  template <class F>
+  void ForEachCand(size_t u, F&& f) const {
     const Tables& tab = *tab_;
     if (!tab.info[u].lazy) {
       for (size_t i = tab.off[u]; i < tab.off[u + 1]; ++i) {
         const Stored& s = tab.cand[i];
-        out->push_back(Cand{s.top, tab.arena.data() + s.off, s.len});
+        f(Cand{s.top, tab.arena.data() + s.off, s.len});
       }
       return;
     }
@@ -461,13 +462,18 @@ class Solver {
     const int tops = g_.num_tops();
     if (unit.allowed.empty()) {
       for (int t = 0; t < tops; ++t) {
-        if (LazyLive(u, t)) out->push_back(Cand{t, nullptr, 0});
+        if (LazyLive(u, t)) f(Cand{t, nullptr, 0});
       }
       return;
     }
     for (int t : unit.allowed) {
-      if (t >= 0 && t < tops && LazyLive(u, t)) out->push_back(Cand{t, nullptr, 0});
+      if (t >= 0 && t < tops && LazyLive(u, t)) f(Cand{t, nullptr, 0});
     }
+  }
+  // The same candidates in a list.
+  void Cands(size_t u, std::vector<Cand>* out) const {
+    out->clear();
+    ForEachCand(u, [&](const Cand& c) { out->push_back(c); });
   }
 
   // The candidate of unit u on top t; false when t is not one.
@@ -598,7 +604,6 @@ class Solver {
       auto it = uses.find(units_[u].job_id);
       if (it != uses.end()) it->second[static_cast<size_t>(top_[u])]++;
     }
-    std::vector<Cand> cands;
     std::string_view job;
     std::vector<int>* job_uses = nullptr;
     for (size_t u : order) {
@@ -606,26 +611,48 @@ class Solver {
         job = units_[u].job_id;
         job_uses = &uses[job];
       }
-      bool have = false;
-      Cand best;
-      std::tuple<double, double, int, uint64_t> best_key;
+      // Key (rounded maximum, rounded sum of squares, -uses, rotation), smallest wins;
+      // a candidate's sum of squares is computed only when its maximum ties the best.
       // Parts of one destination (QP split) start their rotation one top apart.
-      uint64_t rot = Fnv1a64(units_[u].dst_nic) + units_[u].qp_value;
-      Cands(u, &cands);
-      for (const auto& c : cands) {
-        // The key orders by the rounded maximum first: a candidate whose maximum
-        // rounds above the best one's cannot win, whatever its other terms.
+      const uint64_t rot = Fnv1a64(units_[u].dst_nic) + units_[u].qp_value;
+      const bool wraps = rot > UINT64_MAX - tops;  // (top + rot) overflows for some top
+      const uint64_t rot_mod = tops > 0 ? rot % tops : 0;
+      auto rotation = [&](int t) {
+        if (wraps) return (static_cast<uint64_t>(t) + rot) % tops;
+        uint64_t v = static_cast<uint64_t>(t) + rot_mod;
+        return v >= tops ? v - tops : v;
+      };
+      bool have = false, best_sq_known = false;
+      Cand best;
+      double best_mx = 0, best_sq = 0;
+      int best_use = 0;
+      uint64_t best_rot = 0;
+      ForEachCand(u, [&](const Cand& c) {
         const double mx = Round(ScoreMax(u, c) * 1e9) / 1e9;
-        if (have && mx > std::get<0>(best_key)) continue;
-        std::tuple<double, double, int, uint64_t> key{
-            mx, Round(ScoreSq(u, c) * 1e9) / 1e9, -(*job_uses)[static_cast<size_t>(c.top)],
-            (static_cast<uint64_t>(c.top) + rot) % static_cast<uint64_t>(g_.num_tops())};
-        if (!have || key < best_key) {
+        if (have && mx > best_mx) return;
+        const int use = -(*job_uses)[static_cast<size_t>(c.top)];
+        const uint64_t r = rotation(c.top);
+        if (!have || mx < best_mx) {
           have = true;
+          best_sq_known = false;
           best = c;
-          best_key = key;
+          best_mx = mx;
+          best_use = use;
+          best_rot = r;
+          return;
         }
-      }
+        if (!best_sq_known) {
+          best_sq = Round(ScoreSq(u, best) * 1e9) / 1e9;
+          best_sq_known = true;
+        }
+        const double sq = Round(ScoreSq(u, c) * 1e9) / 1e9;
+        if (std::tie(sq, use, r) < std::tie(best_sq, best_use, best_rot)) {
+          best = c;
+          best_sq = sq;
+          best_use = use;
+          best_rot = r;
+        }
+      });
       Assign(u, have ? &best : nullptr);
       if (have) (*job_uses)[static_cast<size_t>(best.top)]++;
     }
@@ -889,7 +916,6 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
     }
     std::vector<double> extra(static_cast<size_t>(g.num_edges()), 0.0);
     std::vector<int> touched;
-    std::vector<Solver::Cand> cands;
     for (size_t k = 0; k <= tops; ++k) {
       for (size_t i = group_begin[k]; i < group_begin[k + 1]; ++i) {
         const size_t u = by_top[i];
@@ -897,16 +923,15 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
         double best_backup = 0;
         bool have = false;
         Solver::Cand best;
-        chosen->Cands(u, &cands);
-        for (const auto& c : cands) {
-          if (c.top == t) continue;
+        chosen->ForEachCand(u, [&](const Solver::Cand& c) {
+          if (c.top == t) return;
           double score = chosen->ScoreWith(u, c, extra);
           if (!have || score < best_backup - kEps) {
             have = true;
             best = c;
             best_backup = score;
           }
-        }
+        });
         if (!have) continue;
         r.backup[u] = best.top;
         if (k < tops) {

@@ -159,6 +159,8 @@ class Placement {
   void RecomputeDedication();
   void AddLoad(const JobRec& rec, double sign);
   loom::v1::PathAssignment MakeAssignment(const JobRec& rec) const;
+  // RouteKey(MakeAssignment(rec)), built from the record.
+  std::string RouteKeyOf(const JobRec& rec) const;
   std::vector<int> TopsOfColors(const google::protobuf::RepeatedField<uint32_t>& colors) const;
   void UpdateMax();
   // Spraying where pinning cannot fit (2-tier): a leaf whose busiest live
