@@ -241,7 +241,13 @@ class PathCache {
 // among equal values): O(log E) update, O(1) query.
 class MaxTree {
  public:
-  explicit MaxTree(int n) : size_(1) {
+  MaxTree() = default;
+  // Sizes the tree for n values, all -1 until Build (the storage is kept when n is
+  // the size it had: Build then overwrites every value that was set).
+  void Reset(int n) {
+    if (n == n_) return;
+    n_ = n;
+    size_ = 1;
     while (size_ < n) size_ *= 2;
     val_.assign(2 * static_cast<size_t>(size_), -1.0);
     idx_.assign(2 * static_cast<size_t>(size_), -1);
@@ -257,9 +263,10 @@ class MaxTree {
       idx_[p] = left ? idx_[l] : idx_[r];
     }
   }
-  // Sets every value at once (values.size() <= n), O(n).
-  void Build(const std::vector<double>& values) {
-    for (size_t i = 0; i < values.size(); ++i) val_[static_cast<size_t>(size_) + i] = values[i];
+  // Sets values 0 .. count - 1 to value(i) at once (count <= n), O(n).
+  template <class F>
+  void Build(size_t count, F&& value) {
+    for (size_t i = 0; i < count; ++i) val_[static_cast<size_t>(size_) + i] = value(i);
     for (size_t p = static_cast<size_t>(size_) - 1; p >= 1; --p) {
       size_t l = 2 * p, r = l + 1;
       bool left = val_[l] >= val_[r];
@@ -271,10 +278,31 @@ class MaxTree {
   int argmax() const { return idx_[1]; }
 
  private:
-  int size_;
+  int n_ = -1, size_ = 1;
   std::vector<double> val_;
   std::vector<int> idx_;
 };
+
+}  // namespace
+
+// A solver's per-edge buffers, kept between Place calls (every list of on_edge empty).
+struct PlaceWorkspace::Buffers {
+  std::vector<double> load;
+  MaxTree tree;
+  std::vector<std::vector<size_t>> on_edge;
+};
+
+PlaceWorkspace::PlaceWorkspace() = default;
+PlaceWorkspace::~PlaceWorkspace() = default;
+PlaceWorkspace::PlaceWorkspace(const PlaceWorkspace&) {}
+PlaceWorkspace& PlaceWorkspace::operator=(const PlaceWorkspace&) { return *this; }
+PlaceWorkspace::Buffers* PlaceWorkspace::Get(int k) {
+  auto& b = k == 0 ? keep_ : fresh_;
+  if (!b) b = std::make_unique<Buffers>();
+  return b.get();
+}
+
+namespace {
 
 // Placement state: loads, the units on each edge and the maximum utilization, both kept up
 // to date by Assign. A unit's candidate on top t is its path's (edge, bits/s) entries, one
@@ -293,9 +321,10 @@ class Solver {
     size_t len = 0;
   };
 
+  // `buf`, when given, lends its buffers for the solver's life.
   Solver(const FabricGraph& g, const std::vector<Unit>& units, PathCache& paths,
-         const std::vector<double>* base_load = nullptr)
-      : g_(g), units_(units), tree_(std::max(1, g.num_edges())) {
+         const std::vector<double>* base_load = nullptr, PlaceWorkspace::Buffers* buf = nullptr)
+      : g_(g), units_(units), buf_(buf) {
     InitLoad(base_load);
     BuildTables(paths);
   }
@@ -303,19 +332,38 @@ class Solver {
   // A second solver over the same units and graph that shares `other`'s
   // tables (read-only once built), e.g. a full recompute's fresh placement
   // beside the one that keeps current paths.
-  Solver(const Solver& other, const std::vector<double>* base_load)
-      : g_(other.g_), units_(other.units_), tab_(other.tab_), tree_(std::max(1, g_.num_edges())) {
+  Solver(const Solver& other, const std::vector<double>* base_load,
+         PlaceWorkspace::Buffers* buf = nullptr)
+      : g_(other.g_), units_(other.units_), buf_(buf), tab_(other.tab_) {
     InitLoad(base_load);
+  }
+
+  Solver(const Solver&) = delete;
+  Solver& operator=(const Solver&) = delete;
+  ~Solver() {
+    if (!buf_) return;
+    for (int e : dirty_) on_edge_[static_cast<size_t>(e)].clear();
+    buf_->load = std::move(load_);
+    buf_->tree = std::move(tree_);
+    buf_->on_edge = std::move(on_edge_);
   }
 
  private:
   void InitLoad(const std::vector<double>* base_load) {
-    load_.assign(static_cast<size_t>(g_.num_edges()), 0.0);
-    if (base_load && base_load->size() == load_.size()) load_ = *base_load;
-    std::vector<double> util(load_.size());
-    for (int e = 0; e < g_.num_edges(); ++e) util[static_cast<size_t>(e)] = Util(e);
-    tree_.Build(util);
-    on_edge_.resize(static_cast<size_t>(g_.num_edges()));
+    if (buf_) {
+      load_ = std::move(buf_->load);
+      tree_ = std::move(buf_->tree);
+      on_edge_ = std::move(buf_->on_edge);
+    }
+    const size_t edges = static_cast<size_t>(g_.num_edges());
+    if (base_load && base_load->size() == edges) {
+      load_.assign(base_load->begin(), base_load->end());
+    } else {
+      load_.assign(edges, 0.0);
+    }
+    tree_.Reset(std::max(1, g_.num_edges()));
+    tree_.Build(edges, [&](size_t e) { return Util(static_cast<int>(e)); });
+    on_edge_.resize(edges);
     top_.assign(units_.size(), -1);
   }
 
@@ -544,7 +592,9 @@ class Solver {
     if (c) {
       Apply(u, *c, +1);
       Edges(u, *c, [&](int e, double) {
-        on_edge_[static_cast<size_t>(e)].push_back(u);
+        auto& v = on_edge_[static_cast<size_t>(e)];
+        if (v.empty()) dirty_.push_back(e);
+        v.push_back(u);
         tree_.Set(e, Util(e));
       });
     }
@@ -782,8 +832,10 @@ class Solver {
     std::vector<size_t> off;
     std::vector<std::pair<int, double>> arena;
   };
+  PlaceWorkspace::Buffers* buf_ = nullptr;
   std::shared_ptr<Tables> tab_ = std::make_shared<Tables>();
   std::vector<std::vector<size_t>> on_edge_;  // units placed over each edge
+  std::vector<int> dirty_;                    // edges whose list was filled
   MaxTree tree_;
 };
 
@@ -834,10 +886,10 @@ double MaxUtilization(const FabricGraph& g, const std::vector<Unit>& units,
 
 PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
                       const PlacementParams& params, PlacementMode mode,
-                      const std::vector<double>* base_load) {
+                      const std::vector<double>* base_load, PlaceWorkspace* ws) {
   // Placement keeping what is current where it is still feasible.
   PathCache paths(g);
-  Solver keep(g, units, paths, base_load);
+  Solver keep(g, units, paths, base_load, ws ? ws->Get(0) : nullptr);
   std::vector<size_t> free_units;
   std::vector<bool> movable(units.size(), false);
   for (size_t u = 0; u < units.size(); ++u) {
@@ -856,7 +908,7 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
   std::optional<Solver> fresh_solver;  // full recompute only
   bool adopted = false;
   if (mode == PlacementMode::kFull) {
-    Solver& fresh = fresh_solver.emplace(keep, base_load);
+    Solver& fresh = fresh_solver.emplace(keep, base_load, ws ? ws->Get(1) : nullptr);
     std::vector<size_t> all;
     std::vector<bool> all_movable(units.size(), true);
     for (size_t u = 0; u < units.size(); ++u) {

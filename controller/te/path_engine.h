@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -159,11 +160,32 @@ struct PlacementResult {
 
 enum class PlacementMode { kIncremental, kFull };
 
+// Buffers Place reuses from one call to the next (per-edge loads, the
+// maximum-utilization tree and the units-per-edge index of its solvers), so
+// placing a few units does not allocate and clear arrays of every edge.
+// Results never depend on what a workspace held; a copy starts empty. One
+// caller at a time.
+class PlaceWorkspace {
+ public:
+  PlaceWorkspace();
+  ~PlaceWorkspace();
+  PlaceWorkspace(const PlaceWorkspace&);
+  PlaceWorkspace& operator=(const PlaceWorkspace&);
+
+  struct Buffers;
+  // Buffers of solver k (0: the one keeping current paths, 1: a full recompute's fresh one).
+  Buffers* Get(int k);
+
+ private:
+  std::unique_ptr<Buffers> keep_, fresh_;
+};
+
 // `base_load` (per edge, bits/s), when given, is traffic of units placed
 // earlier and not passed in `units` (incremental placement of one job).
+// `ws`, when given, lends Place its buffers.
 PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
                       const PlacementParams& params, PlacementMode mode,
-                      const std::vector<double>* base_load = nullptr);
+                      const std::vector<double>* base_load = nullptr, PlaceWorkspace* ws = nullptr);
 
 // Maximum utilization of a given assignment (for tests and benchmarks).
 double MaxUtilization(const FabricGraph& g, const std::vector<Unit>& units,

@@ -421,7 +421,8 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   rec.job = job;
   rec.decision = policy_.Evaluate(job);
   BuildUnits(rec, current);
-  PlacementResult r = Place(graph_, rec.units, params_, PlacementMode::kIncremental, &load_);
+  PlacementResult r =
+      Place(graph_, rec.units, params_, PlacementMode::kIncremental, &load_, &workspace_);
   rec.top = std::move(r.top);
   rec.backup = std::move(r.backup);
   rec.reason = std::move(r.reason);
@@ -525,7 +526,7 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
       owner.emplace_back(&rec, u);
     }
   }
-  PlacementResult r = Place(graph_, all, params_, mode);
+  PlacementResult r = Place(graph_, all, params_, mode, nullptr, &workspace_);
   for (auto& [id, rec] : jobs_) {
     rec.top.assign(rec.units.size(), -1);
     rec.backup.assign(rec.units.size(), -1);

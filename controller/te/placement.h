@@ -192,6 +192,7 @@ class Placement {
   std::vector<int> top_by_name_;  // top indexes in id order
   std::map<std::string, JobRec> jobs_;
   std::vector<double> load_;  // per edge, all placed units
+  PlaceWorkspace workspace_;  // the path engine's buffers, reused between calls
   double max_utilization_ = 0;
   // tenant -> tops reserved for it (dedicated isolation).
   std::map<std::string, std::set<int>> dedicated_;
