@@ -30,8 +30,12 @@
 //
 // Complexity: O(U log U + U*K*S*P) for the greedy pass (U units, K tops, S
 // source leaves per unit, P <= 4 edges per path) plus O(R*U_e*K*S*P) for R
-// local-search rounds (U_e units on the hottest edge). Pure: no I/O, no
-// clock, no threads; deterministic for the same input.
+// local-search rounds (U_e units on the hottest edge). Memory: O(E + U*S)
+// for 2-tier units whose sources sit on distinct leaves (what Placement
+// builds; their paths are read from the graph's per-(leaf, top) edge tables
+// when scored), O(U*K*S*P) stored candidates for other units. Pure: no I/O,
+// no clock, no threads; deterministic for the same input (a PlaceWorkspace
+// only lends buffers).
 //
 // Assumptions: a Clos where every leaf reaches every top (modulo failures)
 // and, in 3-tier fabrics, every pod has exactly one spine connected to each
