@@ -563,6 +563,15 @@ std::string Placement::RouteKeyOf(const JobRec& rec) const {
     if (t >= 0) key += graph_.top(t);
     key += '|';
     if (t >= 0 && b >= 0) key += graph_.top(b);
+    if (t >= 0 && u < rec.sprayed.size() && rec.sprayed[u]) {
+      for (const auto& [src, rate] : unit.sources) {
+        (void)rate;
+        if (src >= 0 && src != unit.dst_leaf) {
+          key += '~';
+          key += graph_.leaf(src);
+        }
+      }
+    }
     key += ';';
   }
   return key;
