@@ -114,6 +114,26 @@ FabricGraph FabricGraph::Build(const loom::topology::TopologyIndex& topo,
         if (down >= 0 && g.capacity_[static_cast<size_t>(down)] > 0) g.down_edge_[k] = down;
       }
     }
+    g.top_live_.assign(g.tops_.size(), 1);
+    g.leaf_ordered_ = true;
+    for (size_t t = 0; t < g.tops_.size(); ++t) {
+      int below = -1;  // largest live edge id of the leaves before
+      for (size_t l = 0; l < g.leaves_.size(); ++l) {
+        size_t k = l * g.tops_.size() + t;
+        int lo = -1, hi = -1;
+        for (int e : {g.up_edge_[k], g.down_edge_[k]}) {
+          if (e < 0) {
+            g.top_live_[t] = 0;
+            continue;
+          }
+          lo = lo < 0 ? e : std::min(lo, e);
+          hi = std::max(hi, e);
+        }
+        if (lo < 0) continue;
+        if (lo <= below) g.leaf_ordered_ = false;
+        below = std::max(below, hi);
+      }
+    }
   }
   return g;
 }
@@ -221,7 +241,13 @@ class PathCache {
 // among equal values): O(log E) update, O(1) query.
 class MaxTree {
  public:
-  explicit MaxTree(int n) : size_(1) {
+  MaxTree() = default;
+  // Sizes the tree for n values, all -1 until Build (the storage is kept when n is
+  // the size it had: Build then overwrites every value that was set).
+  void Reset(int n) {
+    if (n == n_) return;
+    n_ = n;
+    size_ = 1;
     while (size_ < n) size_ *= 2;
     val_.assign(2 * static_cast<size_t>(size_), -1.0);
     idx_.assign(2 * static_cast<size_t>(size_), -1);
@@ -237,9 +263,10 @@ class MaxTree {
       idx_[p] = left ? idx_[l] : idx_[r];
     }
   }
-  // Sets every value at once (values.size() <= n), O(n).
-  void Build(const std::vector<double>& values) {
-    for (size_t i = 0; i < values.size(); ++i) val_[static_cast<size_t>(size_) + i] = values[i];
+  // Sets values 0 .. count - 1 to value(i) at once (count <= n), O(n).
+  template <class F>
+  void Build(size_t count, F&& value) {
+    for (size_t i = 0; i < count; ++i) val_[static_cast<size_t>(size_) + i] = value(i);
     for (size_t p = static_cast<size_t>(size_) - 1; p >= 1; --p) {
       size_t l = 2 * p, r = l + 1;
       bool left = val_[l] >= val_[r];
@@ -251,92 +278,154 @@ class MaxTree {
   int argmax() const { return idx_[1]; }
 
  private:
-  int size_;
+  int n_ = -1, size_ = 1;
   std::vector<double> val_;
   std::vector<int> idx_;
 };
 
-// Placement state: loads and per-unit paths for each candidate, the units on each edge and
-// the maximum utilization, both kept up to date by Assign.
+}  // namespace
+
+// A solver's per-edge buffers, kept between Place calls (every list of on_edge empty).
+struct PlaceWorkspace::Buffers {
+  std::vector<double> load;
+  MaxTree tree;
+  std::vector<std::vector<size_t>> on_edge;
+};
+
+PlaceWorkspace::PlaceWorkspace() = default;
+PlaceWorkspace::~PlaceWorkspace() = default;
+PlaceWorkspace::PlaceWorkspace(const PlaceWorkspace&) {}
+PlaceWorkspace& PlaceWorkspace::operator=(const PlaceWorkspace&) { return *this; }
+PlaceWorkspace::Buffers* PlaceWorkspace::Get(int k) {
+  auto& b = k == 0 ? keep_ : fresh_;
+  if (!b) b = std::make_unique<Buffers>();
+  return b.get();
+}
+
+namespace {
+
+// Placement state: loads, the units on each edge and the maximum utilization, both kept up
+// to date by Assign. A unit's candidate on top t is its path's (edge, bits/s) entries, one
+// per edge, in edge id order. 2-tier units whose sources sit on distinct leaves other than
+// the destination's (what Placement builds) have no stored candidates: their entries are
+// read from the graph's per-(leaf, top) edge tables when needed (the sources' uplinks to t
+// and t's downlink to the destination with their summed rate), in edge id order without a
+// sort when the graph's edge ids follow its leaf order. Other units' candidates are built
+// once into a table shared by the solvers of one Place call.
 class Solver {
  public:
+  // A candidate of a unit: its top and, for a unit with stored candidates, its entries.
+  struct Cand {
+    int top = -1;
+    const std::pair<int, double>* edges = nullptr;  // nullptr: read from the graph
+    size_t len = 0;
+  };
+
+  // `buf`, when given, lends its buffers for the solver's life.
   Solver(const FabricGraph& g, const std::vector<Unit>& units, PathCache& paths,
-         const std::vector<double>* base_load = nullptr)
-      : g_(g), units_(units), tree_(std::max(1, g.num_edges())) {
+         const std::vector<double>* base_load = nullptr, PlaceWorkspace::Buffers* buf = nullptr)
+      : g_(g), units_(units), buf_(buf) {
     InitLoad(base_load);
-    BuildCandidates(paths);
+    BuildTables(paths);
   }
 
   // A second solver over the same units and graph that shares `other`'s
-  // candidates (read-only once built), e.g. a full recompute's fresh
-  // placement beside the one that keeps current paths.
-  Solver(const Solver& other, const std::vector<double>* base_load)
-      : g_(other.g_), units_(other.units_), tab_(other.tab_), tree_(std::max(1, g_.num_edges())) {
+  // tables (read-only once built), e.g. a full recompute's fresh placement
+  // beside the one that keeps current paths.
+  Solver(const Solver& other, const std::vector<double>* base_load,
+         PlaceWorkspace::Buffers* buf = nullptr)
+      : g_(other.g_), units_(other.units_), buf_(buf), tab_(other.tab_) {
     InitLoad(base_load);
+  }
+
+  Solver(const Solver&) = delete;
+  Solver& operator=(const Solver&) = delete;
+  ~Solver() {
+    if (!buf_) return;
+    for (int e : dirty_) on_edge_[static_cast<size_t>(e)].clear();
+    buf_->load = std::move(load_);
+    buf_->tree = std::move(tree_);
+    buf_->on_edge = std::move(on_edge_);
   }
 
  private:
   void InitLoad(const std::vector<double>* base_load) {
-    load_.assign(static_cast<size_t>(g_.num_edges()), 0.0);
-    if (base_load && base_load->size() == load_.size()) load_ = *base_load;
-    std::vector<double> util(load_.size());
-    for (int e = 0; e < g_.num_edges(); ++e) util[static_cast<size_t>(e)] = Util(e);
-    tree_.Build(util);
-    on_edge_.resize(static_cast<size_t>(g_.num_edges()));
+    if (buf_) {
+      load_ = std::move(buf_->load);
+      tree_ = std::move(buf_->tree);
+      on_edge_ = std::move(buf_->on_edge);
+    }
+    const size_t edges = static_cast<size_t>(g_.num_edges());
+    if (base_load && base_load->size() == edges) {
+      load_.assign(base_load->begin(), base_load->end());
+    } else {
+      load_.assign(edges, 0.0);
+    }
+    tree_.Reset(std::max(1, g_.num_edges()));
+    tree_.Build(edges, [&](size_t e) { return Util(static_cast<int>(e)); });
+    on_edge_.resize(edges);
     top_.assign(units_.size(), -1);
   }
 
-  void BuildCandidates(PathCache& paths) {
+  void BuildTables(PathCache& paths) {
     const FabricGraph& g = g_;
     const std::vector<Unit>& units = units_;
-    cand_off_.assign(units.size() + 1, 0);
-    // Arena size: every allowed top of every unit with a path from each source plus
-    // the shared downlink (2-tier), or up to 4 edges per source (3-tier).
-    size_t reserve = 0;
-    for (const Unit& unit : units) {
-      size_t tops = unit.allowed.empty() ? static_cast<size_t>(g.num_tops()) : unit.allowed.size();
-      reserve += tops * (g.three_tier() ? 4 * unit.sources.size() : unit.sources.size() + 1);
-    }
-    arena_.reserve(reserve);
-    size_t num_candidates = 0;
-    for (const Unit& unit : units) {
-      num_candidates +=
-          unit.allowed.empty() ? static_cast<size_t>(g.num_tops()) : unit.allowed.size();
-    }
-    cand_.reserve(num_candidates);
-    std::vector<int> edges;
+    Tables& tab = *tab_;
+    tab.info.assign(units.size(), UnitInfo{});
+    tab.off.assign(units.size() + 1, 0);
     std::vector<double> rates;
+    // Units read from the graph: sources on distinct leaves in ascending order, none on the
+    // destination's leaf. Their downlink rate is summed in ascending rate order (the order
+    // a sort-and-merge of the entries sums them in).
+    size_t reserve = 0, num_candidates = 0;
     for (size_t u = 0; u < units.size(); ++u) {
       const Unit& unit = units[u];
-      const size_t num_allowed =
-          unit.allowed.empty() ? static_cast<size_t>(g.num_tops()) : unit.allowed.size();
-      // 2-tier units whose sources sit on distinct leaves other than the destination's
-      // (what Placement builds): a path is the sources' uplinks to t, which are distinct
-      // edges, and t's downlink to the destination, shared by every source and carrying
-      // their summed rate. The general code below sorts (edge, rate) entries and merges
-      // equal edges; this builds the same entries, summed in the same order (ascending
-      // rate), without the per-candidate sort of 2 x sources entries.
       bool direct = !g.three_tier() && unit.dst_leaf >= 0 && !unit.sources.empty();
       for (size_t i = 0; direct && i < unit.sources.size(); ++i) {
         const int src = unit.sources[i].first;
         direct = src >= 0 && src < g.num_leaves() && src != unit.dst_leaf &&
                  (i == 0 || src > unit.sources[i - 1].first);
       }
-      double down_rate = 0;
+      UnitInfo& in = tab.info[u];
+      in.direct = direct;
       if (direct) {
         rates.clear();
         for (const auto& s : unit.sources) rates.push_back(s.second);
         std::sort(rates.begin(), rates.end());
-        down_rate = rates[0];
-        for (size_t i = 1; i < rates.size(); ++i) down_rate += rates[i];
+        in.down_rate = rates[0];
+        for (size_t i = 1; i < rates.size(); ++i) in.down_rate += rates[i];
+        while (in.split < unit.sources.size() && unit.sources[in.split].first < unit.dst_leaf) {
+          ++in.split;
+        }
+        in.lazy = g.leaf_ordered();
       }
+      if (in.lazy) continue;
+      size_t tops = unit.allowed.empty() ? static_cast<size_t>(g.num_tops()) : unit.allowed.size();
+      reserve += tops * (g.three_tier() ? 4 * unit.sources.size() : unit.sources.size() + 1);
+      num_candidates += tops;
+    }
+    if (num_candidates == 0) return;
+    // Arena size: every allowed top of every unit with a path from each source plus
+    // the shared downlink (2-tier), or up to 4 edges per source (3-tier).
+    auto& arena = tab.arena;
+    auto& cand = tab.cand;
+    arena.reserve(reserve);
+    cand.reserve(num_candidates);
+    std::vector<int> edges;
+    for (size_t u = 0; u < units.size(); ++u) {
+      tab.off[u] = cand.size();
+      const Unit& unit = units[u];
+      const UnitInfo& in = tab.info[u];
+      if (in.lazy) continue;
+      const size_t num_allowed =
+          unit.allowed.empty() ? static_cast<size_t>(g.num_tops()) : unit.allowed.size();
       for (size_t k = 0; k < num_allowed; ++k) {
         const int t = unit.allowed.empty() ? static_cast<int>(k) : unit.allowed[k];
         if (t < 0 || t >= g.num_tops()) continue;
-        // Edges go to one arena (no allocation per candidate); spans are
-        // pointed at it once the arena stops growing.
-        const size_t off = arena_.size();
-        if (direct) {
+        const size_t off = arena.size();
+        if (in.direct) {
+          // The sources' uplinks (distinct edges) and the shared downlink, by edge id
+          // (insertion sort, few entries).
           const int down = g.DownEdge(unit.dst_leaf, t);
           bool ok = down >= 0;
           for (size_t i = 0; ok && i < unit.sources.size(); ++i) {
@@ -345,21 +434,20 @@ class Solver {
               ok = false;
               break;
             }
-            arena_.emplace_back(up, unit.sources[i].second);
+            arena.emplace_back(up, unit.sources[i].second);
           }
           if (!ok) {
-            arena_.resize(off);
+            arena.resize(off);
             continue;
           }
-          arena_.emplace_back(down, down_rate);
-          // Edge ids are distinct: order by id (insertion sort, few entries).
-          for (size_t i = off + 1; i < arena_.size(); ++i) {
-            auto x = arena_[i];
+          arena.emplace_back(down, in.down_rate);
+          for (size_t i = off + 1; i < arena.size(); ++i) {
+            auto x = arena[i];
             size_t j = i;
-            for (; j > off && arena_[j - 1].first > x.first; --j) arena_[j] = arena_[j - 1];
-            arena_[j] = x;
+            for (; j > off && arena[j - 1].first > x.first; --j) arena[j] = arena[j - 1];
+            arena[j] = x;
           }
-          cand_.push_back(Candidate{t, {off, arena_.size() - off}});
+          cand.push_back(Stored{t, off, arena.size() - off});
           continue;
         }
         bool ok = unit.dst_leaf >= 0;
@@ -369,73 +457,128 @@ class Solver {
             ok = false;
             break;
           }
-          for (int e : edges) arena_.emplace_back(e, rate);
+          for (int e : edges) arena.emplace_back(e, rate);
         }
         if (!ok) {
-          arena_.resize(off);
+          arena.resize(off);
           continue;
         }
         // One entry per edge: the sources of a unit share the edges towards its
         // destination, and a score must see their summed load.
-        auto first = arena_.begin() + static_cast<std::ptrdiff_t>(off);
-        std::sort(first, arena_.end());
+        auto first = arena.begin() + static_cast<std::ptrdiff_t>(off);
+        std::sort(first, arena.end());
         size_t w = off;
-        for (size_t i = off; i < arena_.size(); ++i) {
-          if (w > off && arena_[w - 1].first == arena_[i].first) {
-            arena_[w - 1].second += arena_[i].second;
+        for (size_t i = off; i < arena.size(); ++i) {
+          if (w > off && arena[w - 1].first == arena[i].first) {
+            arena[w - 1].second += arena[i].second;
           } else {
-            arena_[w++] = arena_[i];
+            arena[w++] = arena[i];
           }
         }
-        arena_.resize(w);
-        cand_.push_back(Candidate{t, {off, w - off}});
+        arena.resize(w);
+        cand.push_back(Stored{t, off, w - off});
       }
-      cand_off_[u + 1] = cand_.size();
     }
-    for (auto& c : cand_) c.edge_add.Bind(arena_);
+    tab.off[units.size()] = cand.size();
+  }
+
+  // Whether every edge of lazy unit u's path through t is live.
+  bool LazyLive(size_t u, int t) const {
+    if (g_.TopLive(t)) return true;
+    const Unit& unit = units_[u];
+    if (g_.DownEdge(unit.dst_leaf, t) < 0) return false;
+    for (const auto& s : unit.sources) {
+      if (g_.UpEdge(s.first, t) < 0) return false;
+    }
+    return true;
   }
 
  public:
-  // A candidate's (edge, bits/s) entries, one per edge, inside arena_.
-  struct EdgeSpan {
-    size_t off = 0, len = 0;
-    const std::pair<int, double>* data = nullptr;
-    void Bind(const std::vector<std::pair<int, double>>& arena) { data = arena.data() + off; }
-    const std::pair<int, double>* begin() const { return data; }
-    const std::pair<int, double>* end() const { return data + len; }
-    size_t size() const { return len; }
-  };
-  struct Candidate {
-    int top;
-    EdgeSpan edge_add;
-  };
-
-  struct CandRange {
-    const Candidate *first, *last;
-    const Candidate* begin() const { return first; }
-    const Candidate* end() const { return last; }
-  };
-  CandRange Cands(size_t u) const {
-    return {cand_.data() + cand_off_[u], cand_.data() + cand_off_[u + 1]};
+  // Calls f(const Cand&) for each candidate of unit u: its allowed tops with a
+  // live path, in allowed order.
+  template <class F>
+  void ForEachCand(size_t u, F&& f) const {
+    const Tables& tab = *tab_;
+    if (!tab.info[u].lazy) {
+      for (size_t i = tab.off[u]; i < tab.off[u + 1]; ++i) {
+        const Stored& s = tab.cand[i];
+        f(Cand{s.top, tab.arena.data() + s.off, s.len});
+      }
+      return;
+    }
+    const Unit& unit = units_[u];
+    const int tops = g_.num_tops();
+    if (unit.allowed.empty()) {
+      for (int t = 0; t < tops; ++t) {
+        if (LazyLive(u, t)) f(Cand{t, nullptr, 0});
+      }
+      return;
+    }
+    for (int t : unit.allowed) {
+      if (t >= 0 && t < tops && LazyLive(u, t)) f(Cand{t, nullptr, 0});
+    }
+  }
+  // The same candidates in a list.
+  void Cands(size_t u, std::vector<Cand>* out) const {
+    out->clear();
+    ForEachCand(u, [&](const Cand& c) { out->push_back(c); });
   }
 
-  const Candidate* Find(size_t u, int top) const {
-    for (const auto& c : Cands(u)) {
-      if (c.top == top) return &c;
+  // The candidate of unit u on top t; false when t is not one.
+  bool Find(size_t u, int t, Cand* c) const {
+    const Tables& tab = *tab_;
+    if (!tab.info[u].lazy) {
+      for (size_t i = tab.off[u]; i < tab.off[u + 1]; ++i) {
+        const Stored& s = tab.cand[i];
+        if (s.top == t) {
+          *c = Cand{s.top, tab.arena.data() + s.off, s.len};
+          return true;
+        }
+      }
+      return false;
     }
-    return nullptr;
+    const Unit& unit = units_[u];
+    if (t < 0 || t >= g_.num_tops()) return false;
+    if (!unit.allowed.empty() &&
+        std::find(unit.allowed.begin(), unit.allowed.end(), t) == unit.allowed.end()) {
+      return false;
+    }
+    if (!LazyLive(u, t)) return false;
+    *c = Cand{t, nullptr, 0};
+    return true;
+  }
+  bool Has(size_t u, int t) const {
+    Cand c;
+    return Find(u, t, &c);
+  }
+
+  // Calls f(edge, bits/s) for each entry of candidate c of unit u, in edge id order.
+  template <class F>
+  void Edges(size_t u, const Cand& c, F&& f) const {
+    if (c.edges) {
+      for (size_t i = 0; i < c.len; ++i) f(c.edges[i].first, c.edges[i].second);
+      return;
+    }
+    const Unit& unit = units_[u];
+    const UnitInfo& in = tab_->info[u];
+    const auto& src = unit.sources;
+    size_t i = 0;
+    for (; i < in.split; ++i) f(g_.UpEdge(src[i].first, c.top), src[i].second);
+    f(g_.DownEdge(unit.dst_leaf, c.top), in.down_rate);
+    for (; i < src.size(); ++i) f(g_.UpEdge(src[i].first, c.top), src[i].second);
   }
 
   // Load only (trial moves); Assign keeps the index and the maximum.
-  void Apply(const Candidate* c, double sign) {
-    for (const auto& [e, r] : c->edge_add) load_[static_cast<size_t>(e)] += sign * r;
+  void Apply(size_t u, const Cand& c, double sign) {
+    Edges(u, c, [&](int e, double r) { load_[static_cast<size_t>(e)] += sign * r; });
   }
-  void Assign(size_t u, const Candidate* c) {
+  // Places unit u on candidate c (nullptr: nowhere).
+  void Assign(size_t u, const Cand* c) {
     if (top_[u] >= 0) {
-      const Candidate* old = Find(u, top_[u]);
-      Apply(old, -1);
-      for (const auto& [e, r] : old->edge_add) {
-        (void)r;
+      Cand old;
+      Find(u, top_[u], &old);
+      Apply(u, old, -1);
+      Edges(u, old, [&](int e, double) {
         auto& v = on_edge_[static_cast<size_t>(e)];
         auto it = std::find(v.begin(), v.end(), u);
         if (it != v.end()) {
@@ -443,16 +586,17 @@ class Solver {
           v.pop_back();
         }
         tree_.Set(e, Util(e));
-      }
+      });
     }
     top_[u] = c ? c->top : -1;
     if (c) {
-      Apply(c, +1);
-      for (const auto& [e, r] : c->edge_add) {
-        (void)r;
-        on_edge_[static_cast<size_t>(e)].push_back(u);
+      Apply(u, *c, +1);
+      Edges(u, *c, [&](int e, double) {
+        auto& v = on_edge_[static_cast<size_t>(e)];
+        if (v.empty()) dirty_.push_back(e);
+        v.push_back(u);
         tree_.Set(e, Util(e));
-      }
+      });
     }
   }
   double Util(int e) const {
@@ -465,29 +609,34 @@ class Solver {
     if (hottest) *hottest = h;
     return h >= 0 ? m : 0;
   }
-  // (max util on the candidate's edges after adding it, sum of squares delta).
-  std::pair<double, double> Score(const Candidate& c) const {
-    double mx = 0, sq = 0;
-    for (const auto& [e, r] : c.edge_add) {
+  // Max utilization on c's edges after adding it.
+  double ScoreMax(size_t u, const Cand& c) const {
+    double mx = 0;
+    Edges(u, c, [&](int e, double r) {
+      mx = std::max(mx, (load_[static_cast<size_t>(e)] + r) / g_.capacity(e));
+    });
+    return mx;
+  }
+  // Sum of squared utilizations' delta on c's edges after adding it.
+  double ScoreSq(size_t u, const Cand& c) const {
+    double sq = 0;
+    Edges(u, c, [&](int e, double r) {
       double cap = g_.capacity(e);
       double before = load_[static_cast<size_t>(e)] / cap;
       double after = (load_[static_cast<size_t>(e)] + r) / cap;
-      mx = std::max(mx, after);
       sq += after * after - before * before;
-    }
-    return {mx, sq};
+    });
+    return sq;
   }
 
-  // Max utilization on `c`'s edges after adding it on top of `extra` (load
+  // Max utilization on c's edges after adding it on top of `extra` (per edge: load
   // other units would move there if their primary top failed).
-  double ScoreWith(const Candidate& c, const std::unordered_map<int, double>& extra) const {
+  double ScoreWith(size_t u, const Cand& c, const std::vector<double>& extra) const {
     double mx = 0;
-    for (const auto& [e, r] : c.edge_add) {
-      double cap = g_.capacity(e);
-      auto it = extra.find(e);
-      double more = it == extra.end() ? 0 : it->second;
-      mx = std::max(mx, (load_[static_cast<size_t>(e)] + more + r) / cap);
-    }
+    Edges(u, c, [&](int e, double r) {
+      mx = std::max(
+          mx, (load_[static_cast<size_t>(e)] + extra[static_cast<size_t>(e)] + r) / g_.capacity(e));
+    });
     return mx;
   }
 
@@ -505,56 +654,94 @@ class Solver {
       auto it = uses.find(units_[u].job_id);
       if (it != uses.end()) it->second[static_cast<size_t>(top_[u])]++;
     }
+    std::string_view job;
+    std::vector<int>* job_uses = nullptr;
     for (size_t u : order) {
-      std::vector<int>& job_uses = uses[units_[u].job_id];
-      const Candidate* best = nullptr;
-      std::tuple<double, double, int, uint64_t> best_key;
-      // Parts of one destination (QP split) start their rotation one top apart.
-      uint64_t rot = Fnv1a64(units_[u].dst_nic) + units_[u].qp_value;
-      for (const auto& c : Cands(u)) {
-        auto [mx, sq] = Score(c);
-        std::tuple<double, double, int, uint64_t> key{
-            Round(mx * 1e9) / 1e9, Round(sq * 1e9) / 1e9, -job_uses[static_cast<size_t>(c.top)],
-            (static_cast<uint64_t>(c.top) + rot) % static_cast<uint64_t>(g_.num_tops())};
-        if (!best || key < best_key) {
-          best = &c;
-          best_key = key;
-        }
+      if (!job_uses || units_[u].job_id != job) {
+        job = units_[u].job_id;
+        job_uses = &uses[job];
       }
-      Assign(u, best);
-      if (best) job_uses[static_cast<size_t>(best->top)]++;
+      // Key (rounded maximum, rounded sum of squares, -uses, rotation), smallest wins;
+      // a candidate's sum of squares is computed only when its maximum ties the best.
+      // Parts of one destination (QP split) start their rotation one top apart.
+      const uint64_t rot = Fnv1a64(units_[u].dst_nic) + units_[u].qp_value;
+      const bool wraps = rot > UINT64_MAX - tops;  // (top + rot) overflows for some top
+      const uint64_t rot_mod = tops > 0 ? rot % tops : 0;
+      auto rotation = [&](int t) {
+        if (wraps) return (static_cast<uint64_t>(t) + rot) % tops;
+        uint64_t v = static_cast<uint64_t>(t) + rot_mod;
+        return v >= tops ? v - tops : v;
+      };
+      bool have = false, best_sq_known = false;
+      Cand best;
+      double best_mx = 0, best_sq = 0;
+      int best_use = 0;
+      uint64_t best_rot = 0;
+      ForEachCand(u, [&](const Cand& c) {
+        const double mx = Round(ScoreMax(u, c) * 1e9) / 1e9;
+        if (have && mx > best_mx) return;
+        const int use = -(*job_uses)[static_cast<size_t>(c.top)];
+        const uint64_t r = rotation(c.top);
+        if (!have || mx < best_mx) {
+          have = true;
+          best_sq_known = false;
+          best = c;
+          best_mx = mx;
+          best_use = use;
+          best_rot = r;
+          return;
+        }
+        if (!best_sq_known) {
+          best_sq = Round(ScoreSq(u, best) * 1e9) / 1e9;
+          best_sq_known = true;
+        }
+        const double sq = Round(ScoreSq(u, c) * 1e9) / 1e9;
+        if (std::tie(sq, use, r) < std::tie(best_sq, best_use, best_rot)) {
+          best = c;
+          best_sq = sq;
+          best_use = use;
+          best_rot = r;
+        }
+      });
+      Assign(u, have ? &best : nullptr);
+      if (have) (*job_uses)[static_cast<size_t>(best.top)]++;
     }
   }
 
   // Moves units off the hottest edge while that lowers the maximum.
   void Improve(const std::vector<bool>& movable, int rounds) {
     std::vector<size_t> on_hot;
+    std::vector<Cand> cands;
     for (int r = 0; r < rounds; ++r) {
       int hot = -1;
       double global = MaxUtil(&hot);
       if (hot < 0) return;
       size_t best_u = 0;
-      const Candidate* best_c = nullptr;
+      bool have = false;
+      Cand best_c;
       double best_after = global - 1e-7;
       on_hot = on_edge_[static_cast<size_t>(hot)];
       std::sort(on_hot.begin(), on_hot.end());
       for (size_t u : on_hot) {
         if (!movable[u] || top_[u] < 0) continue;
-        const Candidate* cur = Find(u, top_[u]);
-        Apply(cur, -1);
-        for (const auto& c : Cands(u)) {
+        Cand cur;
+        Find(u, top_[u], &cur);
+        Apply(u, cur, -1);
+        Cands(u, &cands);
+        for (const auto& c : cands) {
           if (c.top == top_[u]) continue;
-          double after = std::max(Score(c).first, Util(hot));
+          double after = std::max(ScoreMax(u, c), Util(hot));
           if (after < best_after) {
             best_after = after;
             best_u = u;
-            best_c = &c;
+            best_c = c;
+            have = true;
           }
         }
-        Apply(cur, +1);
+        Apply(u, cur, +1);
       }
-      if (best_c) {
-        Assign(best_u, best_c);
+      if (have) {
+        Assign(best_u, &best_c);
       } else if (!Swap(hot, global, movable)) {
         return;
       }
@@ -570,47 +757,53 @@ class Solver {
     std::vector<size_t> on_hot = on_edge_[static_cast<size_t>(hot)];
     std::sort(on_hot.begin(), on_hot.end());
     std::vector<size_t> on_block;
+    std::vector<Cand> cands_u, cands_v;
     for (size_t u : on_hot) {
       if (!movable[u] || top_[u] < 0) continue;
-      const Candidate* cur = Find(u, top_[u]);
-      Apply(cur, -1);
+      Cand cur;
+      Find(u, top_[u], &cur);
+      Apply(u, cur, -1);
       if (Util(hot) >= limit) {
-        Apply(cur, +1);
+        Apply(u, cur, +1);
         continue;
       }
-      for (const auto& c : Cands(u)) {
+      Cands(u, &cands_u);
+      for (const auto& c : cands_u) {
         if (c.top == top_[u]) continue;
         int block = -1, blocks = 0;
-        for (const auto& [e, r] : c.edge_add) {
+        Edges(u, c, [&](int e, double r) {
           if ((load_[static_cast<size_t>(e)] + r) / g_.capacity(e) >= limit) {
             block = e;
             ++blocks;
           }
-        }
+        });
         if (blocks != 1) continue;
-        Apply(&c, +1);
+        Apply(u, c, +1);
         on_block = on_edge_[static_cast<size_t>(block)];
         std::sort(on_block.begin(), on_block.end());
         for (size_t v : on_block) {
           if (v == u || !movable[v] || top_[v] < 0) continue;
-          const Candidate* vc = Find(v, top_[v]);
-          Apply(vc, -1);
+          Cand vc;
+          Find(v, top_[v], &vc);
+          Apply(v, vc, -1);
           if (Util(block) < limit) {
-            for (const auto& d : Cands(v)) {
-              if (d.top == top_[v] || Score(d).first >= limit) continue;
-              Apply(vc, +1);
-              Apply(&c, -1);
-              Apply(cur, +1);
-              Assign(u, &c);
-              Assign(v, &d);
+            Cands(v, &cands_v);
+            for (const auto& d : cands_v) {
+              if (d.top == top_[v] || ScoreMax(v, d) >= limit) continue;
+              Apply(v, vc, +1);
+              Apply(u, c, -1);
+              Apply(u, cur, +1);
+              const Cand cu = c, dv = d;
+              Assign(u, &cu);
+              Assign(v, &dv);
               return true;
             }
           }
-          Apply(vc, +1);
+          Apply(v, vc, +1);
         }
-        Apply(&c, -1);
+        Apply(u, c, -1);
       }
-      Apply(cur, +1);
+      Apply(u, cur, +1);
     }
     return false;
   }
@@ -619,18 +812,30 @@ class Solver {
   const std::vector<Unit>& units_;
   std::vector<double> load_;
   std::vector<int> top_;
-  // Candidates of unit u: cand_[cand_off_[u] .. cand_off_[u + 1]), their edges in
-  // arena_; built once, shared by the solvers of one Place call.
+
+ private:
+  struct UnitInfo {
+    bool direct = false;   // 2-tier, sources on distinct leaves (see BuildTables)
+    bool lazy = false;     // direct, entries read from the graph
+    uint32_t split = 0;    // direct: sources on leaves numbered below the destination's
+    double down_rate = 0;  // direct: the sources' summed rate
+  };
+  struct Stored {
+    int top;
+    size_t off, len;  // entries in arena
+  };
+  // Per unit; stored candidates of unit u: cand[off[u] .. off[u + 1]), their entries in
+  // arena. Built once, shared by the solvers of one Place call.
   struct Tables {
-    std::vector<Candidate> cand;
+    std::vector<UnitInfo> info;
+    std::vector<Stored> cand;
     std::vector<size_t> off;
     std::vector<std::pair<int, double>> arena;
   };
+  PlaceWorkspace::Buffers* buf_ = nullptr;
   std::shared_ptr<Tables> tab_ = std::make_shared<Tables>();
-  std::vector<Candidate>& cand_ = tab_->cand;
-  std::vector<size_t>& cand_off_ = tab_->off;
-  std::vector<std::pair<int, double>>& arena_ = tab_->arena;
   std::vector<std::vector<size_t>> on_edge_;  // units placed over each edge
+  std::vector<int> dirty_;                    // edges whose list was filled
   MaxTree tree_;
 };
 
@@ -673,25 +878,24 @@ double MaxUtilization(const FabricGraph& g, const std::vector<Unit>& units,
   PathCache paths(g);
   Solver s(g, units, paths);
   for (size_t u = 0; u < units.size(); ++u) {
-    if (top[u] >= 0) {
-      if (const auto* c = s.Find(u, top[u])) s.Assign(u, c);
-    }
+    Solver::Cand c;
+    if (top[u] >= 0 && s.Find(u, top[u], &c)) s.Assign(u, &c);
   }
   return s.MaxUtil();
 }
 
 PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
                       const PlacementParams& params, PlacementMode mode,
-                      const std::vector<double>* base_load) {
+                      const std::vector<double>* base_load, PlaceWorkspace* ws) {
   // Placement keeping what is current where it is still feasible.
   PathCache paths(g);
-  Solver keep(g, units, paths, base_load);
+  Solver keep(g, units, paths, base_load, ws ? ws->Get(0) : nullptr);
   std::vector<size_t> free_units;
   std::vector<bool> movable(units.size(), false);
   for (size_t u = 0; u < units.size(); ++u) {
-    const auto* c = units[u].current >= 0 ? keep.Find(u, units[u].current) : nullptr;
-    if (c) {
-      keep.Assign(u, c);
+    Solver::Cand c;
+    if (units[u].current >= 0 && keep.Find(u, units[u].current, &c)) {
+      keep.Assign(u, &c);
     } else {
       free_units.push_back(u);
       movable[u] = true;
@@ -704,13 +908,14 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
   std::optional<Solver> fresh_solver;  // full recompute only
   bool adopted = false;
   if (mode == PlacementMode::kFull) {
-    Solver& fresh = fresh_solver.emplace(keep, base_load);
+    Solver& fresh = fresh_solver.emplace(keep, base_load, ws ? ws->Get(1) : nullptr);
     std::vector<size_t> all;
     std::vector<bool> all_movable(units.size(), true);
     for (size_t u = 0; u < units.size(); ++u) {
       if (units[u].pinned) {
-        if (const auto* c = units[u].current >= 0 ? fresh.Find(u, units[u].current) : nullptr) {
-          fresh.Assign(u, c);
+        Solver::Cand c;
+        if (units[u].current >= 0 && fresh.Find(u, units[u].current, &c)) {
+          fresh.Assign(u, &c);
           all_movable[u] = false;
           continue;
         }
@@ -741,32 +946,55 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
   // would all move at once when it fails, so each one's backup is scored
   // with the load the ones before it (largest first) would already have
   // moved there. One top's units spread over the others instead of piling
-  // onto the least loaded one.
+  // onto the least loaded one. Units of different primary tops do not see
+  // each other's moves, so they are handled one top at a time with one
+  // per-edge array.
   {
     std::vector<size_t> all(units.size());
     for (size_t u = 0; u < units.size(); ++u) all[u] = u;
-    std::vector<std::unordered_map<int, double>> moved_if_down(
-        static_cast<size_t>(std::max(0, g.num_tops())));
-    for (size_t u : ByDemand(units, all)) {
+    const std::vector<size_t> order = ByDemand(units, all);
+    const size_t tops = static_cast<size_t>(std::max(0, g.num_tops()));
+    // Units by primary top (the last group: no top), in demand order within each.
+    std::vector<size_t> group_begin(tops + 2, 0), by_top(order.size());
+    auto group = [&](size_t u) {
       const int t = r.top[u];
-      std::unordered_map<int, double>* extra =
-          t >= 0 && static_cast<size_t>(t) < moved_if_down.size() ? &moved_if_down[t] : nullptr;
-      static const std::unordered_map<int, double> kNone;
-      double best_backup = 0;
-      const Solver::Candidate* best = nullptr;
-      for (const auto& c : chosen->Cands(u)) {
-        if (c.top == t) continue;
-        double score = chosen->ScoreWith(c, extra ? *extra : kNone);
-        if (!best || score < best_backup - kEps) {
-          best = &c;
-          best_backup = score;
+      return t >= 0 && static_cast<size_t>(t) < tops ? static_cast<size_t>(t) : tops;
+    };
+    for (size_t u : order) group_begin[group(u) + 1]++;
+    for (size_t k = 0; k + 1 < group_begin.size(); ++k) group_begin[k + 1] += group_begin[k];
+    {
+      std::vector<size_t> fill(group_begin.begin(), group_begin.end() - 1);
+      for (size_t u : order) by_top[fill[group(u)]++] = u;
+    }
+    std::vector<double> extra(static_cast<size_t>(g.num_edges()), 0.0);
+    std::vector<int> touched;
+    for (size_t k = 0; k <= tops; ++k) {
+      for (size_t i = group_begin[k]; i < group_begin[k + 1]; ++i) {
+        const size_t u = by_top[i];
+        const int t = r.top[u];
+        double best_backup = 0;
+        bool have = false;
+        Solver::Cand best;
+        chosen->ForEachCand(u, [&](const Solver::Cand& c) {
+          if (c.top == t) return;
+          double score = chosen->ScoreWith(u, c, extra);
+          if (!have || score < best_backup - kEps) {
+            have = true;
+            best = c;
+            best_backup = score;
+          }
+        });
+        if (!have) continue;
+        r.backup[u] = best.top;
+        if (k < tops) {
+          chosen->Edges(u, best, [&](int e, double rate) {
+            extra[static_cast<size_t>(e)] += rate;
+            touched.push_back(e);
+          });
         }
       }
-      if (!best) continue;
-      r.backup[u] = best->top;
-      if (extra) {
-        for (const auto& [e, rate] : best->edge_add) (*extra)[e] += rate;
-      }
+      for (int e : touched) extra[static_cast<size_t>(e)] = 0;
+      touched.clear();
     }
   }
   for (size_t u = 0; u < units.size(); ++u) {
@@ -777,14 +1005,15 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
       continue;
     }
     double worst = 0;
-    std::string worst_edge;
-    for (const auto& [e, rate] : chosen->Find(u, t)->edge_add) {
-      (void)rate;
+    int worst_edge = -1;
+    Solver::Cand c;
+    chosen->Find(u, t, &c);
+    chosen->Edges(u, c, [&](int e, double) {
       if (chosen->Util(e) >= worst) {
         worst = chosen->Util(e);
-        worst_edge = g.edge_name(e);
+        worst_edge = e;
       }
-    }
+    });
     std::string via = "via " + g.top(t);
     if (t == units[u].current) {
       r.reason[u] = via + " (kept: current path is live" +
@@ -793,15 +1022,16 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
                                Percent(params.stability_gain)
                          : std::string()) +
                     ")";
-    } else if (units[u].current >= 0 && !keep.Find(u, units[u].current)) {
+    } else if (units[u].current >= 0 && !keep.Has(u, units[u].current)) {
       r.reason[u] = via + " (moved from " + g.top(units[u].current) +
                     ": the old path lost its capacity or is no longer allowed)";
     } else if (units[u].current >= 0) {
       r.reason[u] = via + " (moved from " + g.top(units[u].current) +
                     ": recompute lowers the fabric maximum utilization)";
     } else {
-      r.reason[u] =
-          via + " (least-loaded path; busiest hop " + worst_edge + " at " + Percent(worst) + ")";
+      r.reason[u] = via + " (least-loaded path; busiest hop " +
+                    (worst_edge >= 0 ? g.edge_name(worst_edge) : std::string()) + " at " +
+                    Percent(worst) + ")";
     }
   }
   r.edge_load = std::move(chosen->load_);  // last use of the solver

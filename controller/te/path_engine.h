@@ -30,8 +30,12 @@
 //
 // Complexity: O(U log U + U*K*S*P) for the greedy pass (U units, K tops, S
 // source leaves per unit, P <= 4 edges per path) plus O(R*U_e*K*S*P) for R
-// local-search rounds (U_e units on the hottest edge). Pure: no I/O, no
-// clock, no threads; deterministic for the same input.
+// local-search rounds (U_e units on the hottest edge). Memory: O(E + U*S)
+// for 2-tier units whose sources sit on distinct leaves (what Placement
+// builds; their paths are read from the graph's per-(leaf, top) edge tables
+// when scored), O(U*K*S*P) stored candidates for other units. Pure: no I/O,
+// no clock, no threads; deterministic for the same input (a PlaceWorkspace
+// only lends buffers).
 //
 // Assumptions: a Clos where every leaf reaches every top (modulo failures)
 // and, in 3-tier fabrics, every pod has exactly one spine connected to each
@@ -42,6 +46,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -86,6 +91,13 @@ class FabricGraph {
   int DownEdge(int leaf, int t) const {
     return down_edge_[static_cast<size_t>(leaf) * tops_.size() + static_cast<size_t>(t)];
   }
+  // 2-tier only: every leaf's edges to and from top t are live.
+  bool TopLive(int t) const { return top_live_[static_cast<size_t>(t)] != 0; }
+  // 2-tier only: for every top, the ids of a leaf's live edges to and from it
+  // are below those of every leaf after it (leaf index order), so a path's
+  // edges are in id order when taken in leaf order. True for topologies whose
+  // links are listed leaf by leaf, or spine by spine in leaf order.
+  bool leaf_ordered() const { return leaf_ordered_; }
 
  private:
   int EdgeIdx(int from_dev, int to_dev) const;
@@ -98,6 +110,8 @@ class FabricGraph {
   // 2-tier: [leaf * tops + top] -> live leaf->top / top->leaf edge, -1 when
   // missing or without capacity (filled by Build; no name lookups later).
   std::vector<int> up_edge_, down_edge_;
+  std::vector<char> top_live_;  // per top
+  bool leaf_ordered_ = false;
   std::vector<std::string> leaf_pod_;                     // per leaf
   std::map<std::pair<std::string, int>, int> pod_spine_;  // (pod, top) -> device index
   std::map<std::pair<int, int>, int> edges_;              // (from dev, to dev) -> edge
@@ -150,11 +164,32 @@ struct PlacementResult {
 
 enum class PlacementMode { kIncremental, kFull };
 
+// Buffers Place reuses from one call to the next (per-edge loads, the
+// maximum-utilization tree and the units-per-edge index of its solvers), so
+// placing a few units does not allocate and clear arrays of every edge.
+// Results never depend on what a workspace held; a copy starts empty. One
+// caller at a time.
+class PlaceWorkspace {
+ public:
+  PlaceWorkspace();
+  ~PlaceWorkspace();
+  PlaceWorkspace(const PlaceWorkspace&);
+  PlaceWorkspace& operator=(const PlaceWorkspace&);
+
+  struct Buffers;
+  // Buffers of solver k (0: the one keeping current paths, 1: a full recompute's fresh one).
+  Buffers* Get(int k);
+
+ private:
+  std::unique_ptr<Buffers> keep_, fresh_;
+};
+
 // `base_load` (per edge, bits/s), when given, is traffic of units placed
 // earlier and not passed in `units` (incremental placement of one job).
+// `ws`, when given, lends Place its buffers.
 PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
                       const PlacementParams& params, PlacementMode mode,
-                      const std::vector<double>* base_load = nullptr);
+                      const std::vector<double>* base_load = nullptr, PlaceWorkspace* ws = nullptr);
 
 // Maximum utilization of a given assignment (for tests and benchmarks).
 double MaxUtilization(const FabricGraph& g, const std::vector<Unit>& units,

@@ -34,6 +34,7 @@ std::string PartKey(const std::string& dst, uint32_t mask, uint32_t value) {
 // that starts from a whole destination keeps part 0 in place and leaves the others free
 // to spread; a split that ends keeps the whole destination where part 0 was.
 int CurrentTop(const std::map<std::string, int>& current, const std::string& dst, uint32_t value) {
+  if (current.empty()) return -1;
   for (uint32_t mask = 0; mask < loom::policy::kMaxQpSplit; mask = mask * 2 + 1) {
     if ((value & mask) != value) continue;
     if (auto it = current.find(PartKey(dst, mask, value)); it != current.end()) {
@@ -522,7 +523,8 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   rec.job = job;
   rec.decision = policy_.Evaluate(job);
   BuildUnits(rec, current);
-  PlacementResult r = Place(graph_, rec.units, params_, PlacementMode::kIncremental, &load_);
+  PlacementResult r =
+      Place(graph_, rec.units, params_, PlacementMode::kIncremental, &load_, &workspace_);
   rec.top = std::move(r.top);
   rec.backup = std::move(r.backup);
   rec.reason = std::move(r.reason);
@@ -625,15 +627,16 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
       const Unit& unit = rec.units[u];
       current[PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value)] = rec.top[u];
     }
-    before[id] = RouteKey(MakeAssignment(rec));
+    before[id] = RouteKeyOf(rec);
     rec.decision = policy_.Evaluate(rec.job);
     BuildUnits(rec, current);
+    // Lent to the path engine, given back below.
     for (size_t u = 0; u < rec.units.size(); ++u) {
-      all.push_back(rec.units[u]);
+      all.push_back(std::move(rec.units[u]));
       owner.emplace_back(&rec, u);
     }
   }
-  PlacementResult r = Place(graph_, all, params_, mode);
+  PlacementResult r = Place(graph_, all, params_, mode, nullptr, &workspace_);
   for (auto& [id, rec] : jobs_) {
     rec.top.assign(rec.units.size(), -1);
     rec.backup.assign(rec.units.size(), -1);
@@ -641,6 +644,7 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
   }
   for (size_t i = 0; i < all.size(); ++i) {
     auto [rec, u] = owner[i];
+    rec->units[u] = std::move(all[i]);
     rec->top[u] = r.top[i];
     rec->backup[u] = r.backup[i];
     rec->reason[u] = std::move(r.reason[i]);
@@ -652,10 +656,35 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
   UpdateMax();
   std::map<std::string, v1::PathAssignment> changed;
   for (auto& [id, rec] : jobs_) {
-    v1::PathAssignment a = MakeAssignment(rec);
-    if (RouteKey(a) != before[id]) changed[id] = a;
+    if (RouteKeyOf(rec) != before[id]) changed[id] = MakeAssignment(rec);
   }
   return changed;
+}
+
+std::string Placement::RouteKeyOf(const JobRec& rec) const {
+  // RouteKey(MakeAssignment(rec)) without the assignment.
+  std::string key;
+  for (size_t u = 0; u < rec.units.size(); ++u) {
+    const Unit& unit = rec.units[u];
+    const int t = u < rec.top.size() ? rec.top[u] : -1;
+    const int b = u < rec.backup.size() ? rec.backup[u] : -1;
+    key += PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value);
+    key += '>';
+    if (t >= 0) key += graph_.top(t);
+    key += '|';
+    if (t >= 0 && b >= 0) key += graph_.top(b);
+    if (t >= 0 && u < rec.sprayed.size() && rec.sprayed[u]) {
+      for (const auto& [src, rate] : unit.sources) {
+        (void)rate;
+        if (src >= 0 && src != unit.dst_leaf) {
+          key += '~';
+          key += graph_.leaf(src);
+        }
+      }
+    }
+    key += ';';
+  }
+  return key;
 }
 
 std::string Placement::RouteKey(const v1::PathAssignment& a) {

@@ -166,6 +166,8 @@ class Placement {
   void RecomputeDedication();
   void AddLoad(const JobRec& rec, double sign);
   loom::v1::PathAssignment MakeAssignment(const JobRec& rec) const;
+  // RouteKey(MakeAssignment(rec)), built from the record.
+  std::string RouteKeyOf(const JobRec& rec) const;
   std::vector<int> TopsOfColors(const google::protobuf::RepeatedField<uint32_t>& colors) const;
   void UpdateMax();
   // Spraying where pinning cannot fit (2-tier): a leaf whose busiest live
@@ -197,6 +199,7 @@ class Placement {
   std::vector<int> top_by_name_;  // top indexes in id order
   std::map<std::string, JobRec> jobs_;
   std::vector<double> load_;  // per edge, all placed units
+  PlaceWorkspace workspace_;  // the path engine's buffers, reused between calls
   double max_utilization_ = 0;
   // tenant -> tops reserved for it (dedicated isolation).
   std::map<std::string, std::set<int>> dedicated_;

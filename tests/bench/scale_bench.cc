@@ -225,6 +225,14 @@ void RunIncremental4k() {
       "p50 %.3f ms  p99 %.3f ms  max %.3f ms (goal p99 <= 2 ms: %s)\n",
       Percentile(churn_ms, 0.5), Percentile(churn_ms, 0.99), Percentile(churn_ms, 1),
       Percentile(churn_ms, 0.99) <= 2 ? "met" : "NOT met");
+  uint64_t digest = 14695981039346656037ull;
+  for (const auto& j : jobs) {
+    for (unsigned char c : placement.AssignmentOf(j.job_id()).SerializeAsString()) {
+      digest = (digest ^ c) * 1099511628211ull;
+    }
+  }
+  std::printf("  assignment digest (after the churn): %016llx\n",
+              static_cast<unsigned long long>(digest));
   t0 = CpuMs();
   auto desired = placement.DesiredStates();
   double states_ms = CpuMs() - t0;

@@ -1,6 +1,10 @@
 // TELB: demand model and path computation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <set>
+
 #include "api/topology/topology_generate.h"
 #include "controller/te/demand.h"
 #include "controller/te/path_engine.h"
@@ -108,6 +112,70 @@ TEST(PathEngineTest, BackupsOfUnitsSharingATopSpreadOverTheOthers) {
   }
   // Were spine0 to fail, its three flows would land on three spines, not one.
   EXPECT_EQ(backups.size(), 3u);
+}
+
+// 4 leaves x 4 spines, 2 hosts of 2 NICs per leaf; every NIC sends 50G to the
+// NICs of the other leaves (multi-source units), one uplink drained. Paths read
+// from the graph's tables (links listed leaf by leaf) and stored candidates
+// (links listed in reverse) must give the same placement, and a reused
+// workspace must not change it.
+TEST(PathEngineTest, PlacementIsTheSameWhateverOrderTheLinksAreListedIn) {
+  loom::topology::Clos2Params p;
+  p.leaves = 4;
+  p.spines = 4;
+  p.hosts_per_leaf = 2;
+  p.host.gpus_per_host = 2;
+  p.host.nics_per_host = 2;
+  v1::Topology t;
+  std::string err;
+  ASSERT_TRUE(loom::topology::GenerateClos2(p, &t, &err)) << err;
+  v1::Topology reversed = t;
+  std::reverse(reversed.mutable_links()->begin(), reversed.mutable_links()->end());
+  loom::topology::TopologyIndex topo(t), topo_rev(reversed);
+  std::set<std::string> down;
+  for (const auto& l : t.links()) {
+    if (down.empty() && l.id().find("spine1") != std::string::npos) down.insert(l.id());
+  }
+  ASSERT_EQ(down.size(), 1u);
+  FabricGraph g = FabricGraph::Build(topo, down);
+  FabricGraph g_rev = FabricGraph::Build(topo_rev, down);
+  ASSERT_TRUE(g.leaf_ordered());
+  ASSERT_FALSE(g_rev.leaf_ordered());
+  std::vector<std::string> nics;
+  for (const auto& d : t.devices()) {
+    if (d.role() == v1::DEVICE_ROLE_NIC) nics.push_back(d.id());
+  }
+  auto units_of = [&](const FabricGraph& fg) {
+    std::vector<Unit> units;
+    for (const auto& dst : nics) {
+      std::map<int, double> from;
+      for (const auto& src : nics) {
+        if (fg.NicLeaf(src) != fg.NicLeaf(dst)) from[fg.NicLeaf(src)] += 50e9;
+      }
+      Unit u;
+      u.job_id = "a2a";
+      u.dst_nic = dst;
+      u.dst_leaf = fg.NicLeaf(dst);
+      u.sources.assign(from.begin(), from.end());
+      units.push_back(std::move(u));
+    }
+    return units;
+  };
+  std::vector<Unit> units = units_of(g), units_rev = units_of(g_rev);
+  PlaceWorkspace ws;
+  auto a = Place(g, units, {}, PlacementMode::kFull);
+  auto b = Place(g_rev, units_rev, {}, PlacementMode::kFull, nullptr, &ws);
+  auto c = Place(g, units, {}, PlacementMode::kFull, nullptr, &ws);
+  for (size_t u = 0; u < units.size(); ++u) {
+    ASSERT_GE(a.top[u], 0) << a.reason[u];
+    EXPECT_EQ(g.top(a.top[u]), g_rev.top(b.top[u])) << units[u].dst_nic;
+    EXPECT_EQ(g.top(a.backup[u]), g_rev.top(b.backup[u])) << units[u].dst_nic;
+    EXPECT_EQ(a.top[u], c.top[u]);
+    EXPECT_EQ(a.backup[u], c.backup[u]);
+    EXPECT_EQ(a.reason[u], c.reason[u]);
+  }
+  EXPECT_DOUBLE_EQ(a.max_utilization, b.max_utilization);
+  EXPECT_EQ(a.edge_load, c.edge_load);
 }
 
 TEST(PathEngineTest, DrainedLinkCarriesNothing) {
