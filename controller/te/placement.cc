@@ -13,6 +13,13 @@ namespace v1 = loom::v1;
 
 namespace {
 
+// Patterns whose pairing the API does not fix: the model's pairs are a placeholder
+// (permutation: i -> i+N/2) until the scheduler states a matrix or measurement shows
+// one. Rings, trees, all-to-all, incast and pairs follow the endpoint order.
+bool PairingUnknown(v1::CollectivePattern p) {
+  return p == v1::COLLECTIVE_PATTERN_PERMUTATION || p == v1::COLLECTIVE_PATTERN_UNSPECIFIED;
+}
+
 // "%.0f%%" of u * 100 (std::to_chars with a precision formats as printf does).
 std::string Percent(double u) {
   char buf[400];
@@ -323,12 +330,6 @@ void Placement::SetReorderTolerantNics(std::set<std::string> nics) {
 }
 
 namespace {
-// Patterns whose pairing the API does not fix: the model's pairs are a placeholder
-// (permutation: i -> i+N/2) until the scheduler states a matrix or measurement shows
-// one. Rings, trees, all-to-all, incast and pairs follow the endpoint order.
-bool PairingUnknown(v1::CollectivePattern p) {
-  return p == v1::COLLECTIVE_PATTERN_PERMUTATION || p == v1::COLLECTIVE_PATTERN_UNSPECIFIED;
-}
 // Spraying must lower the overloaded link's predicted utilization by this much.
 constexpr double kSprayGain = 0.05;
 }  // namespace
@@ -595,7 +596,14 @@ std::vector<NicDemand> Placement::DemandInUse(const std::string& job_id) const {
 }
 
 bool Placement::SetDemandConfirmed(const std::string& job_id) {
-  if (!jobs_.count(job_id) || !confirmed_.insert(job_id).second) return false;
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || !confirmed_.insert(job_id).second) return false;
+  const JobRec& rec = it->second;
+  // Only a job sprayed for its unknown pairing changes (it is pinned from now on).
+  if (!rec.spray_ok || rec.demand_source != DemandSource::kPattern ||
+      !PairingUnknown(rec.job.collective())) {
+    return false;
+  }
   ++version_;
   UpdateSpraying();
   return true;

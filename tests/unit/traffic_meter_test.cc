@@ -114,7 +114,7 @@ TEST(TrafficMeterTest, AttributesPairsToTheOneJobWithBothNicsAndWaitsForEvidence
 }
 
 TEST(TrafficMeterTest, SourcesThatSentNothingSayNothing) {
-  TrafficMeter m({.min_samples = 1, .min_distance = 0.3});
+  TrafficMeter m({.min_samples = 1, .min_distance = 0.3, .min_coverage = 0});
   std::map<std::string, std::vector<std::string>> jobs = {{"a", {"n0", "n1", "n2", "n3"}}};
   auto model = [](const std::string&) {
     return std::vector<NicDemand>{
@@ -133,6 +133,31 @@ TEST(TrafficMeterTest, SourcesThatSentNothingSayNothing) {
   for (const auto& p : v[0].measured) pairs.insert({p.src_nic, p.dst_nic});
   EXPECT_EQ(pairs, (std::set<std::pair<std::string, std::string>>{
                        {"n0", "n1"}, {"n2", "n0"}, {"n1", "n2"}, {"n3", "n0"}}));
+}
+
+TEST(TrafficMeterTest, WaitsUntilMostSourcesWereSeenAndConfirmsAMatch) {
+  TrafficMeter m({.min_samples = 2, .min_distance = 0.3, .min_coverage = 0.9});
+  std::map<std::string, std::vector<std::string>> jobs = {{"a", {"n0", "n1", "n2", "n3"}}};
+  auto model = [](const std::string&) {
+    return std::vector<NicDemand>{
+        {"n0", "n1", 1}, {"n1", "n2", 1}, {"n2", "n3", 1}, {"n3", "n0", 1}};
+  };
+  // Half the sources seen (their counters have no rate yet): no judgement.
+  m.Observe({{"n0", "n1", 400e9}, {"n1", "n2", 400e9}}, jobs);
+  m.Observe({{"n0", "n1", 400e9}, {"n1", "n2", 400e9}}, jobs);
+  std::vector<std::string> confirmed;
+  EXPECT_TRUE(m.Judge(model, &confirmed).empty());
+  EXPECT_TRUE(confirmed.empty());
+  // Everyone seen, where the model says: confirmed, nothing to re-place.
+  m.Observe({{"n0", "n1", 1e9}, {"n1", "n2", 2e9}, {"n2", "n3", 3e9}, {"n3", "n0", 4e9}}, jobs);
+  EXPECT_TRUE(m.Judge(model, &confirmed).empty());
+  EXPECT_EQ(confirmed, std::vector<std::string>{"a"});
+  // Coverage is waived once the evidence keeps not coming (4 x min_samples).
+  confirmed.clear();
+  for (int i = 0; i < 8; ++i) m.Observe({{"n0", "n2", 400e9}}, jobs);
+  auto v = m.Judge(model, &confirmed);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_DOUBLE_EQ(v[0].distance, 1.0);
 }
 
 TEST(PlacementTest, MeasuredMatrixReplacesTheModelAndTheReasonSaysSo) {
@@ -167,6 +192,43 @@ TEST(PlacementTest, MeasuredMatrixReplacesTheModelAndTheReasonSaysSo) {
   EXPECT_NE(a.reason().find("demand: the scheduler's traffic matrix (1 entries)"),
             std::string::npos)
       << a.reason();
+}
+
+TEST(PlacementTest, UnknownPairingIsSprayedUntilConfirmedWhenTheNicsTolerateReordering) {
+  auto topo = loom::testing::SmallFabric();
+  const std::vector<std::string> eps = {"host000-gpu0", "host000-gpu1", "host002-gpu0",
+                                        "host002-gpu1"};
+  auto sprayed = [](const v1::PathAssignment& a) {
+    int n = 0;
+    for (const auto& r : a.routes()) n += r.sprayed_at_size() > 0;
+    return n;
+  };
+  for (bool tolerant : {false, true}) {
+    Placement p(topo, {});
+    if (tolerant) {
+      p.SetReorderTolerantNics({"host000-nic0", "host000-nic1", "host002-nic0", "host002-nic1"});
+    }
+    // A permutation: who sends to whom is the model's guess.
+    auto a = p.Upsert(Job("perm", eps, v1::COLLECTIVE_PATTERN_PERMUTATION));
+    ASSERT_GT(a.routes_size(), 0);
+    EXPECT_EQ(sprayed(a), tolerant ? a.routes_size() : 0);
+    if (tolerant) {
+      EXPECT_NE(a.reason().find("does not fix who sends to whom"), std::string::npos) << a.reason();
+      // No colored route on the leaves: the leaf sprays the class.
+      auto leaf0 = p.DesiredStateOf("leaf0");
+      EXPECT_EQ(leaf0.routes_size(), 0);
+      EXPECT_GE(leaf0.spray_rules_size(), 1);
+    }
+    // Measurement confirms the prior: pinned from then on.
+    EXPECT_EQ(p.SetDemandConfirmed("perm"), tolerant);
+    a = p.AssignmentOf("perm");
+    EXPECT_EQ(sprayed(a), 0);
+    EXPECT_GT(p.DesiredStateOf("leaf0").routes_size(), 0);
+    // A ring's pairing is its endpoint order: pinned at once either way.
+    auto r = p.Upsert(
+        Job("ring", {"host001-gpu0", "host003-gpu0"}, v1::COLLECTIVE_PATTERN_RING_ALLREDUCE));
+    EXPECT_EQ(sprayed(r), 0);
+  }
 }
 
 }  // namespace
