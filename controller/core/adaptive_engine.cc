@@ -34,6 +34,9 @@ std::string ValidateAdaptiveOptions(const AdaptiveOptions& o) {
   if (auto e = ad::ValidateAlbParams(o.alb_params); !e.empty()) return "alb: " + e;
   if (auto e = ad::ValidateDlbTuningParams(o.dlb_params); !e.empty()) return "dlb: " + e;
   if (auto e = ad::ValidateDampeningParams(o.dampening); !e.empty()) return "dampening: " + e;
+  if (auto e = ad::ValidateDampeningParams(o.dlb_dampening); !e.empty()) {
+    return "dlb_dampening: " + e;
+  }
   if (o.dlb_interval_ns <= 0) return "dlb_interval_ns: must be > 0";
   if (!(o.dlb_min_change >= 0)) return "dlb_min_change: must be >= 0";
   if (o.dlb_gap_window == 0) return "dlb_gap_window: must be > 0";
@@ -637,6 +640,31 @@ void AdaptiveEngine::RunDlb(const LinkSnapshot& snap,
       if (pend.count < options_.dlb_confirm) continue;
     }
     dlb_pending_.erase(leaf);
+    // Mode changes are dampened: a leaf whose decision keeps reversing (traffic that
+    // sits on the edge between flowlet and static hashing) stays in its mode.
+    if (it != dlb_.end() && it->second.mode() != d.profile.mode()) {
+      auto& st = dlb_damp_[leaf];
+      const auto flap =
+          ad::Dampen(st, ad::LinkEvent::kDown, snap.taken_at_ns, options_.dlb_dampening);
+      const auto now =
+          ad::Dampen(flap.state, ad::LinkEvent::kUp, snap.taken_at_ns, options_.dlb_dampening);
+      st = now.state;
+      if (!now.usable) {
+        if (now.suppression_changed || flap.suppression_changed) {
+          out->events.push_back(
+              {v1::EVENT_TYPE_DLB_TUNED, v1::SEVERITY_WARNING, leaf,
+               "DLB mode decisions on " + leaf + " keep reversing (" + std::to_string(st.flaps) +
+                   " mode changes decided)",
+               "kept " + v1::DlbMode_Name(it->second.mode()) + " instead of switching to " +
+                   v1::DlbMode_Name(d.profile.mode()),
+               "mode changes suppressed until the decisions stay quiet (penalty " +
+                   Fmt("%.0f", st.penalty) + ", reuse below " +
+                   Fmt("%.0f", options_.dlb_dampening.reuse_threshold) + ")",
+               false});
+        }
+        continue;
+      }
+    }
     if (change || spray_change) {
       const std::string mode = v1::DlbMode_Name(d.profile.mode());
       out->events.push_back(

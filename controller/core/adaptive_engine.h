@@ -70,6 +70,12 @@ struct AdaptiveOptions {
   // ... and only when the same decision was reached this many intervals in a
   // row (burst gaps and queueing skew are noisy; reprogramming is not free).
   int dlb_confirm = 3;
+  // Every DLB mode change of a leaf is a "flap" of that leaf's mode (RFC 2439
+  // dampening, controller/adaptive/dampening.h): a leaf whose decisions keep
+  // reversing is held in its current mode until they stay quiet. The first
+  // change is free; a reversal within about a half-life suppresses further
+  // ones; reuse after the penalty decays (at most max_suppress_ns).
+  loom::adaptive::DampeningParams dlb_dampening;
   // Burst-gap samples kept per job (rolling window).
   size_t dlb_gap_window = 64;
   // Error-removed links: clean telemetry needed before they return.
@@ -214,6 +220,7 @@ class AdaptiveEngine {
     int count = 0;
   };
   std::map<std::string, PendingDlb> dlb_pending_;
+  std::map<std::string, loom::adaptive::DampeningState> dlb_damp_;  // per leaf: mode changes
   std::map<std::string, std::vector<loom::v1::SprayRule>> spray_;
 };
 

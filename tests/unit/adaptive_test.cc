@@ -15,8 +15,10 @@
 #include "controller/adaptive/dlb_tuning.h"
 #include "controller/adaptive/glb.h"
 #include "controller/adaptive/remediation.h"
+#include "controller/core/adaptive_engine.h"
 #include "controller/te/path_engine.h"
 #include "telemetry/link_state.h"
+#include "tests/unit/test_util.h"
 
 namespace loom::adaptive {
 namespace {
@@ -846,3 +848,59 @@ TEST(RemediationTest, CapacityLossActsBeforeTheFirstCounterRate) {
 
 }  // namespace
 }  // namespace loom::adaptive
+
+// ---------------------------------------------------------------------------
+// DLB mode dampening in the adaptive engine
+// ---------------------------------------------------------------------------
+
+namespace loom::controller {
+namespace {
+
+// The decision for a leaf flips every interval (its only job turns spray-eligible,
+// then not: per-packet spraying, then flowlet), as traffic on the edge between two
+// modes does. Returns how many times the leaf's programmed mode changed over 40
+// intervals, then over 40 more with the decision steady.
+std::pair<int, int> ModeChanges(const loom::adaptive::DampeningParams& damp) {
+  auto index = loom::testing::SmallFabric();
+  AdaptiveOptions o;
+  o.glb = o.alb = o.remediation = false;
+  o.dlb_interval_ns = kNsPerSec;
+  o.dlb_confirm = 1;
+  o.dlb_dampening = damp;
+  AdaptiveEngine engine(*index, o);
+  const auto graph = loom::te::FabricGraph::Build(*index, {});
+  int changes = 0, steady_changes = 0;
+  std::string last;
+  for (int i = 0; i < 80; ++i) {
+    loom::telemetry::LinkSnapshot snap;
+    snap.taken_at_ns = static_cast<TimeNs>(i) * kNsPerSec;
+    LeafJob j;
+    j.job_id = "j";
+    j.nics = {"host000-nic0"};
+    j.spray_eligible = i < 40 ? i % 2 == 1 : true;
+    engine.Balance(snap, snap.taken_at_ns, graph, {{"leaf0", {j}}});
+    auto it = engine.dlb().find("leaf0");
+    const std::string mode = it == engine.dlb().end() ? "" : v1::DlbMode_Name(it->second.mode());
+    if (!last.empty() && mode != last) ++(i < 40 ? changes : steady_changes);
+    last = mode;
+  }
+  return {changes, steady_changes};
+}
+
+TEST(DlbDampeningTest, ReversingDecisionsSettleAndASteadyOneIsFollowed) {
+  // Default dampening: the first change is free, the reversal suppresses the rest.
+  auto [flapping, steady] = ModeChanges(loom::adaptive::DampeningParams{});
+  EXPECT_LE(flapping, 2);
+  // Once the decisions stay the same the leaf follows them (at most one change).
+  EXPECT_LE(steady, 1);
+  // Without dampening (a threshold never reached) the leaf flaps with its decision.
+  loom::adaptive::DampeningParams off;
+  off.suppress_threshold = 1e12;
+  off.reuse_threshold = 1;
+  auto [undamped, unused] = ModeChanges(off);
+  (void)unused;
+  EXPECT_GE(undamped, 30);
+}
+
+}  // namespace
+}  // namespace loom::controller
