@@ -712,6 +712,7 @@ class Solver {
   void Improve(const std::vector<bool>& movable, int rounds) {
     std::vector<size_t> on_hot;
     std::vector<Cand> cands;
+    int chains = 0;
     for (int r = 0; r < rounds; ++r) {
       int hot = -1;
       double global = MaxUtil(&hot);
@@ -742,10 +743,124 @@ class Solver {
       }
       if (have) {
         Assign(best_u, &best_c);
-      } else if (!Swap(hot, global, movable)) {
+      } else if (!Swap(hot, global, movable) &&
+                 (global <= 1.0 + 1e-9 || ++chains > kMaxChains || !Chain(hot, global, movable))) {
         return;
       }
     }
+  }
+
+  // Longer Kempe chains, when no single or pair move helps and a link is over
+  // capacity (whole flows that do not fit, as a permutation's 400G flows): u leaves
+  // the hottest edge for a top blocked by exactly one edge, a unit on that edge moves
+  // to a top blocked by exactly one other edge (the top its displacer left first),
+  // and so on, up to kChainDepth moves, until a move is blocked by nothing. Depth-first, every move
+  // tentative until the chain closes; every edge a moved unit loads stays below the maximum.
+  // Bounded by kChainNodes expansions per call and kMaxChains calls per Improve.
+  static constexpr int kChainDepth = 128;
+  static constexpr int kChainNodes = 20000;
+  static constexpr int kMaxChains = 64;
+  struct Op {
+    size_t u;
+    Cand c;
+    double sign;
+  };
+  std::vector<Op> ops_;
+  std::vector<std::pair<size_t, Cand>> moves_;
+  std::vector<char> in_chain_;
+  int budget_ = 0;
+
+  void Tent(size_t u, const Cand& c, double sign) {
+    Apply(u, c, sign);
+    ops_.push_back({u, c, sign});
+  }
+  void Undo(size_t mark) {
+    while (ops_.size() > mark) {
+      const Op& o = ops_.back();
+      Apply(o.u, o.c, -o.sign);
+      ops_.pop_back();
+    }
+  }
+
+  // `u` is tentatively off its top; finds it a place (see Chain). `prefer` (the top
+  // the unit that displaced u left) is tried first: swapping the two tops along the
+  // chain is the Kempe path of a bipartite edge colouring, which always closes.
+  bool ChainPlace(size_t u, double limit, int depth, const std::vector<bool>& movable, int prefer) {
+    if (--budget_ < 0) return false;
+    std::vector<Cand> cands;
+    Cands(u, &cands);
+    if (prefer >= 0) {
+      std::stable_partition(cands.begin(), cands.end(),
+                            [&](const Cand& c) { return c.top == prefer; });
+    }
+    for (const auto& c : cands) {
+      if (c.top == top_[u]) continue;
+      int block = -1, blocks = 0;
+      Edges(u, c, [&](int e, double r) {
+        if ((load_[static_cast<size_t>(e)] + r) / g_.capacity(e) >= limit) {
+          block = e;
+          ++blocks;
+        }
+      });
+      if (blocks == 0) {
+        Tent(u, c, +1);
+        moves_.emplace_back(u, c);
+        return true;
+      }
+      if (blocks != 1 || depth == 0) continue;
+      const size_t mark = ops_.size();
+      Tent(u, c, +1);
+      moves_.emplace_back(u, c);
+      std::vector<size_t> on_block = on_edge_[static_cast<size_t>(block)];
+      std::sort(on_block.begin(), on_block.end());
+      for (size_t v : on_block) {
+        if (v == u || !movable[v] || top_[v] < 0 || in_chain_[v]) continue;
+        Cand vc;
+        Find(v, top_[v], &vc);
+        const size_t m2 = ops_.size();
+        Tent(v, vc, -1);
+        if (Util(block) < limit) {
+          in_chain_[v] = 1;
+          if (ChainPlace(v, limit, depth - 1, movable, top_[u])) return true;
+          in_chain_[v] = 0;
+        }
+        Undo(m2);
+        if (budget_ < 0) break;
+      }
+      moves_.pop_back();
+      Undo(mark);
+      if (budget_ < 0) return false;
+    }
+    return false;
+  }
+
+  bool Chain(int hot, double global, const std::vector<bool>& movable) {
+    const double limit = global - 1e-7;
+    std::vector<size_t> on_hot = on_edge_[static_cast<size_t>(hot)];
+    std::sort(on_hot.begin(), on_hot.end());
+    in_chain_.assign(units_.size(), 0);
+    budget_ = kChainNodes;
+    for (size_t u : on_hot) {
+      if (!movable[u] || top_[u] < 0) continue;
+      ops_.clear();
+      moves_.clear();
+      Cand cur;
+      Find(u, top_[u], &cur);
+      Tent(u, cur, -1);
+      if (Util(hot) < limit) {
+        in_chain_[u] = 1;
+        if (ChainPlace(u, limit, kChainDepth, movable, -1)) {
+          const auto moves = moves_;
+          Undo(0);
+          for (const auto& [x, c] : moves) Assign(x, &c);
+          return true;
+        }
+        in_chain_[u] = 0;
+      }
+      Undo(0);
+      if (budget_ < 0) break;
+    }
+    return false;
   }
 
   // A pair move when no single move helps: a unit u leaves the hottest edge for a top

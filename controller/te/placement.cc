@@ -330,6 +330,9 @@ void Placement::SetReorderTolerantNics(std::set<std::string> nics) {
 }
 
 namespace {
+// Routes a job whose pairing is a guess may add on its leaves beyond its predicted
+// sources (BuildRouteTable).
+constexpr size_t kFootprintRoutes = 16384;
 // Spraying must lower the overloaded link's predicted utilization by this much.
 constexpr double kSprayGain = 0.05;
 }  // namespace
@@ -912,15 +915,20 @@ void Placement::BuildRouteTable() const {
         continue;
       }
       const RouteRef ref{&rec, static_cast<uint32_t>(u)};
+      const bool footprint = !rec.spray_ok && rec.demand_source == DemandSource::kPattern &&
+                             PairingUnknown(rec.job.collective()) &&
+                             rec.units.size() * rec.nic_leaves.size() <= kFootprintRoutes;
       std::string dst_hop;
       if (graph_.three_tier()) dst_hop = graph_.FirstHop(unit.dst_leaf, top);
-      // The job's other leaves get the route too, carrying nothing predicted: traffic
-      // of the job the demand does not predict still takes the destination's color
-      // (destinations spread over the tops) instead of hashing; first to go for a
-      // route budget. Bounded by the job's size, not the fabric's.
+      // A job whose pairing is a guess (permutation, unspecified; not measured or
+      // stated) gets the route on its other leaves too, carrying nothing predicted:
+      // its real pairs still take the destination's color (destinations spread over
+      // the tops) instead of hashing, until measurement shows them. First to go for a
+      // route budget, and only for jobs of at most kFootprintRoutes such routes.
       // (A job that may be sprayed sprays what is not predicted instead: no route.)
-      for (int l : rec.nic_leaves) {
-        if (rec.spray_ok || l == unit.dst_leaf) continue;
+      static const std::vector<int> kNoLeaves;
+      for (int l : footprint ? rec.nic_leaves : kNoLeaves) {
+        if (l == unit.dst_leaf) continue;
         bool source = false;
         for (const auto& [src, rate] : unit.sources) source |= src == l;
         const int ls = leaf_switch[static_cast<size_t>(l)];

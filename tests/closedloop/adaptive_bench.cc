@@ -30,6 +30,7 @@
 
 #include "common/log.h"
 #include "controller/adaptive/alb.h"
+#include "sim-fabric/workload.h"
 #include "tests/closedloop/bench_scenario.h"
 #include "tests/closedloop/harness.h"
 
@@ -81,11 +82,13 @@ enum class Variant {
   kPermutation,
   kMoe3Tier,
   kFailure3Tier,
-  kOversub
+  kOversub,
+  kPermutationStated
 };
-constexpr Variant kVariants[] = {
-    Variant::kReference, Variant::kLinkFailure,  Variant::kDegradedDownlink, Variant::kPermutation,
-    Variant::kMoe3Tier,  Variant::kFailure3Tier, Variant::kOversub};
+constexpr Variant kVariants[] = {Variant::kReference,         Variant::kLinkFailure,
+                                 Variant::kDegradedDownlink,  Variant::kPermutation,
+                                 Variant::kPermutationStated, Variant::kMoe3Tier,
+                                 Variant::kFailure3Tier,      Variant::kOversub};
 
 const char* VariantName(Variant v) {
   switch (v) {
@@ -103,13 +106,16 @@ const char* VariantName(Variant v) {
       return "3-tier, leaf link fails";
     case Variant::kOversub:
       return "oversubscribed 2:1";
+    case Variant::kPermutationStated:
+      return "permutation, pairs stated";
   }
   return "";
 }
 
 const char* VariantKey(Variant v) {
-  static const char* const kKeys[] = {"reference", "failure",       "degraded", "permutation",
-                                      "moe-3tier", "failure-3tier", "oversub"};
+  static const char* const kKeys[] = {"reference",   "failure",           "degraded",
+                                      "permutation", "moe-3tier",         "failure-3tier",
+                                      "oversub",     "permutation-stated"};
   return kKeys[static_cast<int>(v)];
 }
 
@@ -118,6 +124,7 @@ enum class ScenarioKind { kReference, kPermutation, kMoe3Tier, kOversub };
 ScenarioKind ScenarioOf(Variant v) {
   switch (v) {
     case Variant::kPermutation:
+    case Variant::kPermutationStated:
       return ScenarioKind::kPermutation;
     case Variant::kMoe3Tier:
     case Variant::kFailure3Tier:
@@ -269,10 +276,31 @@ RunResult RunMode(const Scenario& s, Variant variant, Mode mode, uint64_t seed, 
     std::unique_ptr<OnBoxDlbAlb> alb;
     if (mode == Mode::kDlbAlb) alb = std::make_unique<OnBoxDlbAlb>(f, s.topology);
     const char* only_job = getenv("ADAPTIVE_BENCH_JOB");
-    for (JobSpec spec : s.jobs) {
+    for (size_t ji = 0; ji < s.jobs.size(); ++ji) {
+      JobSpec spec = s.jobs[ji];
       if (only_job && spec.id != only_job) continue;
       if (mode == Mode::kEcmpQp) spec.qps_per_connection = s.qp_entropy_qps;
-      loop.AddJob(spec);
+      if (variant != Variant::kPermutationStated) {
+        loop.AddJob(spec);
+        continue;
+      }
+      // The scheduler states who sends to whom (Job.traffic): the collective the
+      // emulator will run, with the seed it will use for this job.
+      v1::Job job;
+      job.set_tenant(spec.tenant.empty() ? "default" : spec.tenant);
+      job.set_job_id(spec.id);
+      for (const auto& r : spec.ranks) job.add_endpoints(r);
+      job.set_traffic_class(3);
+      job.set_collective(ToPattern(spec.collective));
+      for (const auto& t : loom::sim::BuildCollective(
+               spec.collective, static_cast<int>(spec.ranks.size()), spec.message_bytes,
+               bench::EmulatorJobSeed(seed, static_cast<int>(ji)))) {
+        auto* f = job.add_traffic();
+        f->set_src(spec.ranks[static_cast<size_t>(t.src)]);
+        f->set_dst(spec.ranks[static_cast<size_t>(t.dst)]);
+        f->set_weight(t.bytes);
+      }
+      loop.AddJobAs(spec, job);
     }
     TimeNs start = s.jobs.front().start_ns;
     for (const auto& j : s.jobs) start = std::min(start, j.start_ns);
