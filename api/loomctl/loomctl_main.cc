@@ -299,9 +299,15 @@ void PrintJob(const v1::Job& j) {
           dst +=
               " (qp%" + std::to_string(r.qp_mask() + 1) + "=" + std::to_string(r.qp_value()) + ")";
         }
-        t.Add({dst, r.via().empty() ? "-" : r.via(), std::to_string(r.color()),
-               r.backup_via().empty() ? "-" : r.backup_via(), std::to_string(r.backup_color()),
-               r.reason()});
+        // Sprayed where pinning cannot fit (or while the pairing is unknown).
+        std::string via = r.via().empty() ? "-" : r.via();
+        if (r.sprayed_at_size() > 0) {
+          via += " (sprayed at " + r.sprayed_at(0) +
+                 (r.sprayed_at_size() > 1 ? " +" + std::to_string(r.sprayed_at_size() - 1) : "") +
+                 ")";
+        }
+        t.Add({dst, via, std::to_string(r.color()), r.backup_via().empty() ? "-" : r.backup_via(),
+               std::to_string(r.backup_color()), r.reason()});
       }
       t.Print(std::cout);
     }

@@ -72,6 +72,33 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(err.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         self.assertIn("job.qp_ranges[1]", err.exception.details())
 
+    def test_stated_traffic_matrix_is_the_prior(self):
+        s = pb["sched"]
+        j = pb["job"].Job(tenant="py-tenant", job_id="py-tm",
+                          endpoints=["host000-gpu0", "host001-gpu0", "host002-gpu0",
+                                     "host003-gpu0"],
+                          traffic_class=3, collective=pb["job"].COLLECTIVE_PATTERN_PERMUTATION)
+        # The real pairs: host000 <-> host002 and host001 <-> host003, across leaves.
+        for a, b in (("host000-gpu0", "host002-gpu0"), ("host002-gpu0", "host000-gpu0"),
+                     ("host001-gpu0", "host003-gpu0"), ("host003-gpu0", "host001-gpu0")):
+            j.traffic.add(src=a, dst=b, weight=1.0)
+        resp = unary(self.channel, "SchedulerService", "RegisterJob",
+                     s.RegisterJobRequest(job=j), s.RegisterJobResponse)
+        a = resp.job.status.assignment
+        self.assertIn("demand: the scheduler's traffic matrix (4 entries)", a.reason)
+        self.assertEqual(sorted(r.destination for r in a.routes),
+                         ["host000-nic0", "host001-nic0", "host002-nic0", "host003-nic0"])
+        unary(self.channel, "SchedulerService", "ReleaseJob",
+              s.ReleaseJobRequest(job_id="py-tm"), s.ReleaseJobResponse)
+        # An entry naming a GPU that is not the job's is refused, naming the entry.
+        j.job_id = "py-tm-bad"
+        j.traffic.add(src="host000-gpu0", dst="host003-gpu1", weight=1.0)
+        with self.assertRaises(grpc.RpcError) as err:
+            unary(self.channel, "SchedulerService", "RegisterJob", s.RegisterJobRequest(job=j),
+                  s.RegisterJobResponse)
+        self.assertEqual(err.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("job.traffic[4].dst", err.exception.details())
+
     def test_drain_and_watch_events(self):
         f = pb["fabric"]
         link = "leaf1:Ethernet0--spine0:Ethernet1"
