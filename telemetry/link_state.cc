@@ -870,6 +870,8 @@ std::vector<LinkDirectionState> LinkStateTable::Compute(TimeNs now_ns) const {
       const bool rx_nic = im.devices.at(*s.rx_device).is_nic;
       if (tx_nic) {
         s.cnp_pps += rate(tx.nic[kRpCnpHandled]);
+        s.has_nic_counters = tx.nic[kRpCnpHandled].valid &&
+                             !IsStale(tx.nic[kRpCnpHandled].fresh, now_ns, options_.staleness);
         // Mean idle gap per burst started in the last counter interval (the two counters
         // arrive together, so the ratio of their rates is the ratio of their deltas).
         const Counter& bursts = tx.nic[kTxBursts];

@@ -117,6 +117,9 @@ struct LinkDirectionState {
   uint64_t queue_peak_bytes = 0;
   double ecn_marked_pps = 0;
   double cnp_pps = 0;
+  // NIC -> leaf direction: the sending NIC's RoCE counters are fresh (so cnp_pps
+  // = 0 means no congestion notification, not no data).
+  bool has_nic_counters = false;
   double pfc_pause_ratio = 0;
   double pfc_pause_fps = 0;
   bool pfc_stormed = false;

@@ -1199,6 +1199,10 @@ void Controller::RefineDemand() {
   if (options_.reoptimize_interval_ns <= 0 || !snapshot_) return;
   MeasureTraffic();
   // Measured send rate per NIC: the NIC->leaf direction of its link.
+  // A NIC that sends less than the model while the fabric pushes back (CNPs, PFC
+  // pauses) is held back by congestion, not asking for less: planning for its
+  // measured rate would pack more onto the links that hold it back. Only NICs whose
+  // RoCE counters say they are unhindered count.
   std::map<std::string, double> nic_tx;
   std::map<std::string, int> nic_jobs;
   for (const auto& [id, job] : jobs_) {
@@ -1208,7 +1212,9 @@ void Controller::RefineDemand() {
     const auto& d = snapshot_->links[i];
     if (d.stale || !d.has_rate || !d.tx_device) continue;
     const auto* dev = topo_->FindDevice(*d.tx_device);
-    if (dev && dev->role() == v1::DEVICE_ROLE_NIC) nic_tx[dev->id()] += d.tx_bps;
+    if (!dev || dev->role() != v1::DEVICE_ROLE_NIC) continue;
+    if (!d.has_nic_counters || d.cnp_pps >= 1 || d.pfc_pause_ratio >= 0.01) continue;
+    nic_tx[dev->id()] += d.tx_bps;
   }
   if (nic_tx.empty()) return;
   for (const auto& [id, job] : jobs_) {
