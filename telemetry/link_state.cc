@@ -961,11 +961,13 @@ std::vector<NicPeerRate> LinkStateTable::NicPeers(TimeNs now_ns) const {
     if (!dev.is_nic) continue;
     for (const auto& [ifc, pi] : dev.ports) {
       for (const auto& [peer, c] : impl_->ports[static_cast<size_t>(pi)].peers) {
+        // Only fresh rates: a NIC keeps a counter per destination it ever sent to.
+        if (!c.valid || IsStale(c.fresh, now_ns, options_.staleness)) continue;
         NicPeerRate& r = out.emplace_back();
         r.nic = dev_id;
         r.peer = peer;
-        r.bps = c.valid ? c.rate * 8 : 0;
-        r.stale = !c.valid || IsStale(c.fresh, now_ns, options_.staleness);
+        r.bps = c.rate * 8;
+        r.stale = false;
       }
     }
   }

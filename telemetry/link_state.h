@@ -222,7 +222,7 @@ class LinkStateTable {
   // State of every link direction at local time `now_ns`; index 2*link + dir.
   std::vector<LinkDirectionState> Compute(TimeNs now_ns) const;
   std::vector<AlbBucketState> AlbBuckets(TimeNs now_ns) const;
-  // Every (NIC, destination NIC) send rate reported, by (nic, peer).
+  // Every fresh (NIC, destination NIC) send rate, by (nic, peer).
   std::vector<NicPeerRate> NicPeers(TimeNs now_ns) const;
   const IngestStats& stats() const { return stats_; }
   const topology::TopologyIndex& index() const { return index_; }

@@ -640,29 +640,31 @@ void AdaptiveEngine::RunDlb(const LinkSnapshot& snap,
       if (pend.count < options_.dlb_confirm) continue;
     }
     dlb_pending_.erase(leaf);
-    // Mode changes are dampened: a leaf whose decision keeps reversing (traffic that
-    // sits on the edge between flowlet and static hashing) stays in its mode.
+    // Mode changes are dampened: every applied change is a flap of the leaf's mode
+    // (RFC 2439 penalty). A change that brings the penalty to the suppress threshold
+    // is the last one applied until the penalty decays below reuse (or max_suppress
+    // passes); changes decided meanwhile are held and add nothing.
     if (it != dlb_.end() && it->second.mode() != d.profile.mode()) {
       auto& st = dlb_damp_[leaf];
+      st = ad::Dampen(st, ad::LinkEvent::kNone, snap.taken_at_ns, options_.dlb_dampening).state;
+      if (st.suppressed) continue;  // held: the event was raised when suppression began
       const auto flap =
           ad::Dampen(st, ad::LinkEvent::kDown, snap.taken_at_ns, options_.dlb_dampening);
       const auto now =
           ad::Dampen(flap.state, ad::LinkEvent::kUp, snap.taken_at_ns, options_.dlb_dampening);
       st = now.state;
-      if (!now.usable) {
-        if (now.suppression_changed || flap.suppression_changed) {
-          out->events.push_back(
-              {v1::EVENT_TYPE_DLB_TUNED, v1::SEVERITY_WARNING, leaf,
-               "DLB mode decisions on " + leaf + " keep reversing (" + std::to_string(st.flaps) +
-                   " mode changes decided)",
-               "kept " + v1::DlbMode_Name(it->second.mode()) + " instead of switching to " +
-                   v1::DlbMode_Name(d.profile.mode()),
-               "mode changes suppressed until the decisions stay quiet (penalty " +
-                   Fmt("%.0f", st.penalty) + ", reuse below " +
-                   Fmt("%.0f", options_.dlb_dampening.reuse_threshold) + ")",
-               false});
-        }
-        continue;
+      if (st.suppressed) {
+        out->events.push_back(
+            {v1::EVENT_TYPE_DLB_TUNED, v1::SEVERITY_WARNING, leaf,
+             "DLB mode decisions on " + leaf + " keep reversing (" + std::to_string(st.flaps) +
+                 " mode changes)",
+             "this change to " + v1::DlbMode_Name(d.profile.mode()) +
+                 " is applied; further mode changes are held",
+             "until the decisions stay quiet (penalty " + Fmt("%.0f", st.penalty) +
+                 ", reuse below " + Fmt("%.0f", options_.dlb_dampening.reuse_threshold) +
+                 ", at most " + std::to_string(options_.dlb_dampening.max_suppress_ns / kNsPerSec) +
+                 " s)",
+             false});
       }
     }
     if (change || spray_change) {

@@ -73,9 +73,11 @@ struct AdaptiveOptions {
   // Every DLB mode change of a leaf is a "flap" of that leaf's mode (RFC 2439
   // dampening, controller/adaptive/dampening.h): a leaf whose decisions keep
   // reversing is held in its current mode until they stay quiet. The first
-  // change is free; a reversal within about a half-life suppresses further
-  // ones; reuse after the penalty decays (at most max_suppress_ns).
-  loom::adaptive::DampeningParams dlb_dampening;
+  // change is free; a reversal within about a half-life is applied and holds
+  // further ones; reuse after the penalty decays (at most max_suppress_ns). Defaults:
+  // 1000 per change, suppressed at 1500 (two changes within a half-life of 15 s),
+  // reused below 750.
+  loom::adaptive::DampeningParams dlb_dampening = {1000, 1500, 750, 15 * kNsPerSec, 60 * kNsPerSec};
   // Burst-gap samples kept per job (rolling window).
   size_t dlb_gap_window = 64;
   // Error-removed links: clean telemetry needed before they return.

@@ -538,6 +538,7 @@ void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse>
     for (auto& [id, j] : updated) {
       if (id != job.job_id()) jobs_[id] = std::move(j);
     }
+    traffic_meter_.Forget(job.job_id());  // measured for the old spec
     it->second = job;
     done(Status::Ok(), std::move(resp));
   });
@@ -1137,6 +1138,12 @@ void Controller::MeasureTraffic() {
     if (!r.stale && r.bps > 0) rates.push_back({r.nic, r.peer, r.bps});
   }
   if (rates.empty()) return;
+  // A snapshot taken between counter samples (an oper-status change wakes the
+  // snapshot thread) repeats the last rates: not a new sample.
+  double signature = static_cast<double>(rates.size());
+  for (const auto& r : rates) signature = signature * 1.000001 + r.rate_bps;
+  if (signature == last_traffic_signature_) return;
+  last_traffic_signature_ = signature;
   std::map<std::string, std::vector<std::string>> job_nics;
   for (const auto& [id, job] : jobs_) {
     auto& nics = job_nics[id];
@@ -1190,6 +1197,8 @@ void Controller::ReplaceOnMeasuredTraffic() {
   }
   if (CommitAndPublish(m).ok()) {
     for (auto& [id, job] : updated) jobs_[id] = job;
+    // Spray rules and routes follow the new demand even when no job moved.
+    desired_dirty_ = true;
   } else {
     placement_ = std::move(saved);
   }

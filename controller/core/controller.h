@@ -279,6 +279,7 @@ class Controller {
   // matrix was just replaced by a measurement, with why (re-placed at the next Tick).
   loom::te::TrafficMeter traffic_meter_;
   std::map<std::string, std::string> traffic_pending_;
+  double last_traffic_signature_ = -1;
   void MeasureTraffic();
   void ReplaceOnMeasuredTraffic();
   // Operational state per link id as telemetry last reported it (fresh data only).

@@ -596,10 +596,19 @@ int main(int argc, char** argv) {
   // collector's target health.
   auto snapshot_loop = [&] {
     std::unique_lock<std::mutex> lock(snap_mu);
+    auto last = std::chrono::steady_clock::now();
     while (!snap_cv.wait_for(lock, std::chrono::nanoseconds(interval), [&] {
       return snap_stop || snap_now;
     }) || !snap_stop) {
+      // Oper-status changes wake the loop, at most one snapshot per 5 ms (a flapping
+      // or hostile port cannot make it spin).
+      const auto gap = std::chrono::milliseconds(5) - (std::chrono::steady_clock::now() - last);
+      if (snap_now && gap.count() > 0) {
+        snap_cv.wait_for(lock, gap, [&] { return snap_stop; });
+        if (snap_stop) break;
+      }
       snap_now = false;
+      last = std::chrono::steady_clock::now();
       lock.unlock();
       controller.OnLinkSnapshot(
           std::make_shared<const loom::telemetry::LinkSnapshot>(link_telemetry.Snapshot()));

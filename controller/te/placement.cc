@@ -330,6 +330,20 @@ void Placement::SetReorderTolerantNics(std::set<std::string> nics) {
 }
 
 namespace {
+// Endpoints, pattern and stated matrix: what a measurement or confirmation was about.
+bool SameDemandInputs(const v1::Job& a, const v1::Job& b) {
+  if (a.collective() != b.collective() || a.traffic_size() != b.traffic_size() ||
+      !std::equal(a.endpoints().begin(), a.endpoints().end(), b.endpoints().begin(),
+                  b.endpoints().end())) {
+    return false;
+  }
+  for (int i = 0; i < a.traffic_size(); ++i) {
+    const auto& x = a.traffic(i);
+    const auto& y = b.traffic(i);
+    if (x.src() != y.src() || x.dst() != y.dst() || x.weight() != y.weight()) return false;
+  }
+  return true;
+}
 // Routes a job whose pairing is a guess may add on its leaves beyond its predicted
 // sources (BuildRouteTable).
 constexpr size_t kFootprintRoutes = 16384;
@@ -490,14 +504,16 @@ void Placement::UpdateSpraying() {
     }
     if (count == 0) continue;
     ++version_;
-    rec.spray_note = std::to_string(count) +
-                     " destination(s) sprayed per packet at their source leaves: pinning whole "
-                     "flows cannot fit there (the job's busiest link predicted at " +
-                     Percent(worst_before) + " pinned, " + Percent(worst_after) +
-                     " sprayed, and no worse for the jobs it shares links with); " +
-                     (rec.decision.action.spray_eligible()
-                          ? std::string("the policy allows spraying")
-                          : std::string("every NIC of the job tolerates reordering (inventory)"));
+    rec.spray_note =
+        std::to_string(count) +
+        " destination(s) sprayed per packet at their source leaves: pinning whole "
+        "flows cannot fit there (the job's busiest link predicted at " +
+        Percent(worst_before) + " pinned, " + Percent(worst_after) +
+        " sprayed; the summed prediction of the job and of the jobs it shares links with "
+        "drops by more than 5 %); " +
+        (rec.decision.action.spray_eligible()
+             ? std::string("the policy allows spraying")
+             : std::string("every NIC of the job tolerates reordering (inventory)"));
   }
 }
 
@@ -517,10 +533,7 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   }
   JobRec& rec = jobs_[job.job_id()];
   // A measurement of other endpoints or another stated matrix no longer applies.
-  if (!rec.job.job_id().empty() &&
-      (!std::equal(rec.job.endpoints().begin(), rec.job.endpoints().end(), job.endpoints().begin(),
-                   job.endpoints().end()) ||
-       rec.job.traffic_size() != job.traffic_size())) {
+  if (!rec.job.job_id().empty() && !SameDemandInputs(rec.job, job)) {
     measured_.erase(job.job_id());
     confirmed_.erase(job.job_id());
   }
@@ -536,7 +549,9 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   CountRoutes(rec, +1);
   ++version_;
   UpdateMax();
-  return MakeAssignment(rec);
+  v1::PathAssignment a = MakeAssignment(rec);
+  last_key_[job.job_id()] = RouteKey(a);
+  return a;
 }
 
 bool Placement::SetDemandScale(const std::string& job_id, double scale) {
@@ -616,6 +631,7 @@ void Placement::Remove(const std::string& job_id) {
   scale_.erase(job_id);
   measured_.erase(job_id);
   confirmed_.erase(job_id);
+  last_key_.erase(job_id);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return;
   AddLoad(it->second, -1);
@@ -638,7 +654,9 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
       const Unit& unit = rec.units[u];
       current[PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value)] = rec.top[u];
     }
-    before[id] = RouteKeyOf(rec);
+    // What the caller last got (spraying may have changed since, with other jobs).
+    auto lk = last_key_.find(id);
+    before[id] = lk != last_key_.end() ? lk->second : RouteKeyOf(rec);
     rec.decision = policy_.Evaluate(rec.job);
     BuildUnits(rec, current);
     // Lent to the path engine, given back below.
@@ -667,7 +685,9 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
   UpdateMax();
   std::map<std::string, v1::PathAssignment> changed;
   for (auto& [id, rec] : jobs_) {
-    if (RouteKeyOf(rec) != before[id]) changed[id] = MakeAssignment(rec);
+    std::string key = RouteKeyOf(rec);
+    if (key != before[id]) changed[id] = MakeAssignment(rec);
+    last_key_[id] = std::move(key);
   }
   return changed;
 }

@@ -231,7 +231,29 @@ class Placement {
     // Per switch: jobs with units sprayed from it (spray rules).
     std::vector<std::vector<const JobRec*>> spray_jobs;
   };
-  mutable RouteTable table_;
+  // The table points into jobs_'s nodes: a copied or moved Placement (the
+  // controller's rollback copies) starts without one and rebuilds it.
+  struct CachedRouteTable : RouteTable {
+    CachedRouteTable() = default;
+    CachedRouteTable(const CachedRouteTable&) : RouteTable() {}
+    CachedRouteTable(CachedRouteTable&&) noexcept : RouteTable() {}
+    CachedRouteTable& operator=(const CachedRouteTable&) {
+      static_cast<RouteTable&>(*this) = RouteTable();
+      return *this;
+    }
+    CachedRouteTable& operator=(CachedRouteTable&&) noexcept {
+      static_cast<RouteTable&>(*this) = RouteTable();
+      return *this;
+    }
+    CachedRouteTable& operator=(RouteTable&& t) {
+      static_cast<RouteTable&>(*this) = std::move(t);
+      return *this;
+    }
+  };
+  mutable CachedRouteTable table_;
+  // Route key of each job's assignment as last handed out (Upsert, Recompute):
+  // a full recompute reports the jobs whose spraying changed since, too.
+  std::map<std::string, std::string> last_key_;
 };
 
 }  // namespace loom::te
