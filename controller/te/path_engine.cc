@@ -795,13 +795,8 @@ class Solver {
     }
     for (const auto& c : cands) {
       if (c.top == top_[u]) continue;
-      int block = -1, blocks = 0;
-      Edges(u, c, [&](int e, double r) {
-        if ((load_[static_cast<size_t>(e)] + r) / g_.capacity(e) >= limit) {
-          block = e;
-          ++blocks;
-        }
-      });
+      int block = -1;
+      const int blocks = Blocking(u, c, limit, &block);
       if (blocks == 0) {
         Tent(u, c, +1);
         moves_.emplace_back(u, c);
@@ -863,6 +858,18 @@ class Solver {
     return false;
   }
 
+  // Edges that would reach `limit` with u on c (the last one in *block).
+  int Blocking(size_t u, const Cand& c, double limit, int* block) const {
+    int blocks = 0;
+    Edges(u, c, [&](int e, double r) {
+      if ((load_[static_cast<size_t>(e)] + r) / g_.capacity(e) >= limit) {
+        *block = e;
+        ++blocks;
+      }
+    });
+    return blocks;
+  }
+
   // A pair move when no single move helps: a unit u leaves the hottest edge for a top
   // whose path is blocked by exactly one edge, and a unit v on that edge moves away to
   // make room. Accepted only when every edge it loads stays below the maximum, so the
@@ -885,13 +892,8 @@ class Solver {
       Cands(u, &cands_u);
       for (const auto& c : cands_u) {
         if (c.top == top_[u]) continue;
-        int block = -1, blocks = 0;
-        Edges(u, c, [&](int e, double r) {
-          if ((load_[static_cast<size_t>(e)] + r) / g_.capacity(e) >= limit) {
-            block = e;
-            ++blocks;
-          }
-        });
+        int block = -1;
+        const int blocks = Blocking(u, c, limit, &block);
         if (blocks != 1) continue;
         Apply(u, c, +1);
         on_block = on_edge_[static_cast<size_t>(block)];
