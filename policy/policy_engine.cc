@@ -166,7 +166,8 @@ std::vector<Finding> ValidatePolicy(const v1::PolicySet& set,
     const uint32_t q = a.qp_split();
     if (q > 1 && (q > kMaxQpSplit || (q & (q - 1)) != 0)) {
       error(el, "qp_split " + std::to_string(q) + " is not a power of two between 2 and " +
-                    std::to_string(kMaxQpSplit) + " (0 or 1 = no split)");
+                    std::to_string(kMaxQpSplit) +
+                    " (1 = no split, 0 = from the job's qps_per_connection)");
     }
   };
   std::set<std::string> names;

@@ -106,6 +106,10 @@ Status ValidateJobSpec(const loom::v1::Job& job, const loom::topology::TopologyI
   if (!loom::v1::CollectivePattern_IsValid(job.collective())) {
     return InvalidArgument("job.collective: unknown pattern " + std::to_string(job.collective()));
   }
+  if (job.qps_per_connection() > 1024) {
+    return InvalidArgument("job.qps_per_connection: at most 1024, got " +
+                           std::to_string(job.qps_per_connection()));
+  }
   constexpr int kMaxTrafficFlows = 262144;
   if (job.traffic_size() > kMaxTrafficFlows) {
     return InvalidArgument("job.traffic: " + std::to_string(job.traffic_size()) +

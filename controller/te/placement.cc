@@ -231,7 +231,18 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
   // QP split: `parts` units per destination, part k = destination QPs k modulo parts
   // (a value that is not a power of two up to kMaxQpSplit, which validation refuses,
   // counts as no split).
-  const uint32_t split = rec.decision.action.qp_split();
+  uint32_t split = rec.decision.action.qp_split();
+  bool auto_split = false;
+  if (split == 0 && rec.job.qps_per_connection() > 1) {
+    // The policy is silent: the job's own QP striping, up to the tops it may use.
+    const uint32_t cap =
+        std::min<uint32_t>({rec.job.qps_per_connection(), loom::policy::kMaxQpSplit,
+                            static_cast<uint32_t>(std::max<size_t>(
+                                1, all_tops ? graph_.num_tops() : allowed.size()))});
+    split = 1;
+    while (split * 2 <= cap) split *= 2;
+    auto_split = split > 1;
+  }
   uint32_t parts =
       split > 1 && split <= loom::policy::kMaxQpSplit && (split & (split - 1)) == 0 ? split : 1;
   rec.limits_note.clear();
@@ -241,6 +252,10 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
     if (std::string why = QpSplitBlocker(); !why.empty()) {
       rec.limits_note = "QP split " + std::to_string(parts) + " not applied: " + why;
       parts = 1;
+    } else if (auto_split) {
+      rec.limits_note = "QP split " + std::to_string(parts) + " from the job's " +
+                        std::to_string(rec.job.qps_per_connection()) +
+                        " QPs per connection (every leaf can route by destination QP)";
     }
   }
   rec.nic_leaves.clear();

@@ -421,6 +421,35 @@ TEST(PlacementTest, QpSplitIsNotAskedOfALeafWhoseSouthboundCannotExpressIt) {
   EXPECT_NEAR(p.max_utilization(), 1.5, 1e-9);
 }
 
+// A job that says its connections stripe over QPs is split without a policy asking,
+// where every leaf can route by destination QP; the policy's qp_split 1 turns it off.
+TEST(PlacementTest, JobsQpsPerConnectionSplitsWhereEveryLeafCanExpressIt) {
+  auto topo = loom::testing::SmallFabric();
+  Placement p(topo, {});
+  v1::Job job = ThreeCrossLeafFlows();
+  job.set_qps_per_connection(8);  // two spines: split in 2
+  v1::PathAssignment a = p.Upsert(job);
+  EXPECT_NEAR(p.max_utilization(), 1.5, 1e-9) << a.reason();
+  ASSERT_EQ(a.routes_size(), 6) << a.reason();
+  for (const auto& r : a.routes()) EXPECT_EQ(r.qp_mask(), 1u);
+  EXPECT_NE(a.reason().find("QP split 2 from the job's 8 QPs per connection"), std::string::npos)
+      << a.reason();
+  // A leaf that cannot express it: one color per destination, and the reason says why.
+  loom::te::DeviceLimitsMap limits;
+  limits["leaf1"].qp_split_routes = false;
+  limits["leaf1"].driver = "bgp";
+  p.SetDeviceLimits(limits);
+  a = p.Upsert(job);
+  EXPECT_NEAR(p.max_utilization(), 2.0, 1e-9);
+  EXPECT_NE(a.reason().find("QP split 2 not applied: leaf1"), std::string::npos) << a.reason();
+  // The policy says no split.
+  p.SetDeviceLimits({});
+  p.SetPolicy(SplitPolicy(1));
+  a = p.Upsert(job);
+  EXPECT_EQ(a.routes_size(), 3) << a.reason();
+  EXPECT_NEAR(p.max_utilization(), 2.0, 1e-9);
+}
+
 // Three flows leaf0 -> leaf1 need three colored routes on leaf0 (none on
 // leaf1, the destinations' leaf); with a budget of two, one is left out (its
 // traffic takes ECMP) and the job's reason says where and why.
