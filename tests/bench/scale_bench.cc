@@ -40,8 +40,12 @@
 #include "api/topology/topology_index.h"
 #include "controller/te/placement.h"
 #include "loom/v1/job.pb.h"
+#include "tests/closedloop/bench_util.h"
 
 namespace {
+
+using loom::testing::bench::Percentile;
+using loom::testing::bench::RandomJobs;
 
 namespace v1 = loom::v1;
 
@@ -55,15 +59,6 @@ double WallMs() {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double idx = p * static_cast<double>(v.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(idx));
-  size_t hi = std::min(v.size() - 1, lo + 1);
-  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
 }
 
 // "VmRSS" / "VmHWM" of /proc/self/status in MiB (-1 when unreadable).
@@ -82,63 +77,6 @@ void Memory(const char* after) {
   std::printf("  memory after %s: RSS %.0f MiB, peak (VmHWM) %.0f MiB\n", after, StatusMiB("VmRSS"),
               StatusMiB("VmHWM"));
   std::fflush(stdout);
-}
-
-std::string Gpu(int host, int g) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "host%03d-gpu%d", host, g);
-  return buf;
-}
-
-// The job mix of telb_bench's section 3 (RandomJobs there): job sizes in hosts from
-// `sizes`, ring all-reduce over a random host order, all-to-all (at most `a2a_max_hosts`
-// hosts), permutation; hosts from a shuffled free list of 4-host blocks.
-std::vector<v1::Job> RandomJobs(std::mt19937_64& rng, int hosts, int gpus_per_host,
-                                const std::vector<int>& sizes, int a2a_max_hosts, double fill) {
-  std::vector<std::vector<int>> blocks;
-  for (int h = 0; h < hosts; h += 4) {
-    blocks.push_back({});
-    for (int k = h; k < std::min(hosts, h + 4); ++k) blocks.back().push_back(k);
-  }
-  std::shuffle(blocks.begin(), blocks.end(), rng);
-  std::vector<int> free;
-  for (const auto& b : blocks) free.insert(free.end(), b.begin(), b.end());
-  std::vector<v1::Job> jobs;
-  size_t next = 0;
-  const size_t limit = static_cast<size_t>(fill * hosts);
-  int id = 0;
-  while (next < limit) {
-    int n = sizes[std::uniform_int_distribution<size_t>(0, sizes.size() - 1)(rng)];
-    n = std::min<int>(n, static_cast<int>(free.size() - next));
-    if (n < 1) break;
-    std::vector<int> hs(free.begin() + static_cast<long>(next),
-                        free.begin() + static_cast<long>(next) + n);
-    next += static_cast<size_t>(n);
-    double pick = std::uniform_real_distribution<double>(0, 1)(rng);
-    v1::CollectivePattern p = v1::COLLECTIVE_PATTERN_RING_ALLREDUCE;
-    if (pick < 0.25 && n <= a2a_max_hosts) {
-      p = v1::COLLECTIVE_PATTERN_ALL_TO_ALL;
-    } else if (pick < 0.35) {
-      p = v1::COLLECTIVE_PATTERN_PERMUTATION;
-    }
-    if (p == v1::COLLECTIVE_PATTERN_RING_ALLREDUCE) std::shuffle(hs.begin(), hs.end(), rng);
-    std::vector<std::string> eps;
-    for (int g = 0; g < gpus_per_host; ++g) {
-      for (int h : hs) eps.push_back(Gpu(h, g));
-    }
-    if (p == v1::COLLECTIVE_PATTERN_PERMUTATION) std::shuffle(eps.begin(), eps.end(), rng);
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "job%05d", id);
-    v1::Job j;
-    j.set_job_id(buf);
-    j.set_tenant("tenant" + std::to_string(id % 7));
-    j.set_collective(p);
-    j.set_traffic_class(3);
-    for (const auto& e : eps) j.add_endpoints(e);
-    jobs.push_back(std::move(j));
-    ++id;
-  }
-  return jobs;
 }
 
 const char* Kind(v1::CollectivePattern p) {
@@ -186,7 +124,7 @@ void RunIncremental4k() {
   auto index = std::make_shared<const loom::topology::TopologyIndex>(topo);
   loom::te::Placement placement(index, loom::te::PlacementParams{});
   std::mt19937_64 rng(42);
-  auto jobs = RandomJobs(rng, r.hosts, 8, {1, 2, 4, 8, 16, 32, 64}, 16, 1.0);
+  auto jobs = RandomJobs(rng, r.hosts, 8, {1, 2, 4, 8, 16, 32, 64}, 16, 1.0, 5);
   std::printf(
       "== 4,096 GPUs (512 hosts x 8, 128 leaves, 32 spines, 400G), all-to-all groups up to 128 "
       "GPUs; %s\n",
@@ -274,7 +212,7 @@ void RunLarge(const LargeArgs& a) {
               WallMs() - w0);
   Memory("topology");
   std::mt19937_64 rng(42);
-  auto jobs = RandomJobs(rng, r.hosts, 8, {1, 2, 4, 8, 16, 32, 64, 128, 256}, 16, 1.0);
+  auto jobs = RandomJobs(rng, r.hosts, 8, {1, 2, 4, 8, 16, 32, 64, 128, 256}, 16, 1.0, 5);
   std::printf("  job mix (8-2048 GPUs, every host): %s\n", Mix(jobs).c_str());
   std::vector<double> arrival_ms;
   w0 = WallMs();

@@ -286,12 +286,7 @@ RunResult RunMode(const Scenario& s, Variant variant, Mode mode, uint64_t seed, 
       }
       // The scheduler states who sends to whom (Job.traffic): the collective the
       // emulator will run, with the seed it will use for this job.
-      v1::Job job;
-      job.set_tenant(spec.tenant.empty() ? "default" : spec.tenant);
-      job.set_job_id(spec.id);
-      for (const auto& r : spec.ranks) job.add_endpoints(r);
-      job.set_traffic_class(3);
-      job.set_collective(ToPattern(spec.collective));
+      v1::Job job = JobOf(spec);
       for (const auto& t : loom::sim::BuildCollective(
                spec.collective, static_cast<int>(spec.ranks.size()), spec.message_bytes,
                bench::EmulatorJobSeed(seed, static_cast<int>(ji)))) {

@@ -17,12 +17,6 @@ namespace v1 = loom::v1;
 using loom::sim::Collective;
 using loom::sim::JobSpec;
 
-std::string Gpu(int host, int g) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "host%03d-gpu%d", host, g);
-  return buf;
-}
-
 namespace {
 
 struct Def {
@@ -391,19 +385,6 @@ std::vector<Uplink> LeafUplinks(const v1::Topology& t) {
     }
   }
   return out;
-}
-
-double Mean(const std::vector<double>& v) {
-  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double idx = p * static_cast<double>(v.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(idx));
-  size_t hi = std::min(v.size() - 1, lo + 1);
-  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
 }
 
 }  // namespace loom::testing::bench

@@ -13,6 +13,7 @@
 #include "api/topology/topology_generate.h"
 #include "api/topology/topology_index.h"
 #include "sim-fabric/workload.h"
+#include "tests/closedloop/bench_util.h"
 
 namespace loom::testing::bench {
 
@@ -26,9 +27,6 @@ struct Scenario {
   std::vector<loom::sim::JobSpec> jobs;
   int qp_entropy_qps = 4;  // QPs per connection in the "ECMP+QP entropy" mode
 };
-
-// GPU id "hostHHH-gpuG" of the generated topologies.
-std::string Gpu(int host, int g);
 
 // 256 GPUs (rail-256, 4 tenants' jobs), or 64 GPUs when `quick`.
 Scenario MakeScenario(bool quick);
@@ -85,9 +83,6 @@ struct Uplink {
 };
 // Every leaf -> spine link, in topology order.
 std::vector<Uplink> LeafUplinks(const loom::v1::Topology& t);
-
-double Mean(const std::vector<double>& v);
-double Percentile(std::vector<double> v, double p);
 
 }  // namespace loom::testing::bench
 

@@ -123,7 +123,7 @@ void ClosedLoop::Drain() {
   }
 }
 
-v1::Job ClosedLoop::AddJob(const loom::sim::JobSpec& spec, int traffic_class) {
+v1::Job JobOf(const loom::sim::JobSpec& spec, int traffic_class) {
   v1::Job job;
   job.set_tenant(spec.tenant.empty() ? "default" : spec.tenant);
   job.set_job_id(spec.id);
@@ -131,7 +131,11 @@ v1::Job ClosedLoop::AddJob(const loom::sim::JobSpec& spec, int traffic_class) {
   job.set_traffic_class(static_cast<uint32_t>(traffic_class));
   job.set_collective(ToPattern(spec.collective));
   job.set_expected_bytes_per_iteration(static_cast<uint64_t>(spec.message_bytes));
-  return AddJobAs(spec, job);
+  return job;
+}
+
+v1::Job ClosedLoop::AddJob(const loom::sim::JobSpec& spec, int traffic_class) {
+  return AddJobAs(spec, JobOf(spec, traffic_class));
 }
 
 v1::Job ClosedLoop::AddJobAs(const loom::sim::JobSpec& spec, const v1::Job& job) {

@@ -107,6 +107,8 @@ loom::v1::Topology TwoLeavesFourSpines();
 
 // Maps an emulator collective to the API's hint.
 loom::v1::CollectivePattern ToPattern(loom::sim::Collective c);
+// The job a scheduler registers for `spec` (same endpoints, tenant, collective).
+loom::v1::Job JobOf(const loom::sim::JobSpec& spec, int traffic_class = 3);
 
 }  // namespace loom::testing
 

@@ -61,6 +61,7 @@ using bench::LeafUplinks;
 using bench::MakeScenario;
 using bench::Mean;
 using bench::Percentile;
+using bench::RandomJobs;
 using bench::Scenario;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -441,17 +442,6 @@ void RunJct(const Args& args) {
 
 // ------------------------------------------------------------------ shared: jobs -> units
 
-v1::Job MakeJob(const std::string& id, const std::string& tenant, v1::CollectivePattern p,
-                const std::vector<std::string>& endpoints) {
-  v1::Job j;
-  j.set_job_id(id);
-  j.set_tenant(tenant);
-  j.set_collective(p);
-  j.set_traffic_class(3);
-  for (const auto& e : endpoints) j.add_endpoints(e);
-  return j;
-}
-
 // Units of a job exactly as Placement builds them: demand per (destination NIC, source
 // leaf), intra-leaf traffic dropped.
 void AppendUnits(const v1::Job& job, double scale, const loom::topology::TopologyIndex& topo,
@@ -487,63 +477,6 @@ std::vector<loom::te::Unit> SplitUnits(const std::vector<loom::te::Unit>& units,
     }
   }
   return out;
-}
-
-// A random job mix filling (most of) a fabric: job sizes in hosts from `sizes`, patterns
-// ring all-reduce (random rank order within the job) / all-to-all (at most `a2a_max_hosts`)
-// / permutation, hosts drawn from a shuffled free list with some locality.
-std::vector<v1::Job> RandomJobs(std::mt19937_64& rng, int hosts, int gpus_per_host,
-                                const std::vector<int>& sizes, int a2a_max_hosts, double fill) {
-  std::vector<int> free(static_cast<size_t>(hosts));
-  std::iota(free.begin(), free.end(), 0);
-  // Fragmentation: shuffle blocks of 4 hosts.
-  std::vector<std::vector<int>> blocks;
-  for (int h = 0; h < hosts; h += 4) {
-    blocks.push_back({});
-    for (int k = h; k < std::min(hosts, h + 4); ++k) blocks.back().push_back(k);
-  }
-  std::shuffle(blocks.begin(), blocks.end(), rng);
-  free.clear();
-  for (const auto& b : blocks) free.insert(free.end(), b.begin(), b.end());
-  std::vector<v1::Job> jobs;
-  size_t next = 0;
-  const size_t limit = static_cast<size_t>(fill * hosts);
-  int id = 0;
-  while (next < limit) {
-    int n = sizes[std::uniform_int_distribution<size_t>(0, sizes.size() - 1)(rng)];
-    n = std::min<int>(n, static_cast<int>(free.size() - next));
-    if (n < 1) break;
-    std::vector<int> hs(free.begin() + static_cast<long>(next),
-                        free.begin() + static_cast<long>(next) + n);
-    next += static_cast<size_t>(n);
-    double pick = std::uniform_real_distribution<double>(0, 1)(rng);
-    v1::CollectivePattern p = v1::COLLECTIVE_PATTERN_RING_ALLREDUCE;
-    if (pick < 0.25 && n <= a2a_max_hosts) {
-      p = v1::COLLECTIVE_PATTERN_ALL_TO_ALL;
-    } else if (pick < 0.35) {
-      p = v1::COLLECTIVE_PATTERN_PERMUTATION;
-    }
-    std::vector<std::string> eps;
-    for (int g = 0; g < gpus_per_host; ++g) {
-      for (int h : hs) eps.push_back(Gpu(h, g));
-    }
-    if (p == v1::COLLECTIVE_PATTERN_RING_ALLREDUCE) {
-      // Rail-aligned ring over a random host order (what NCCL gets from a scheduler's
-      // host list), GPU-major.
-      std::shuffle(hs.begin(), hs.end(), rng);
-      eps.clear();
-      for (int g = 0; g < gpus_per_host; ++g) {
-        for (int h : hs) eps.push_back(Gpu(h, g));
-      }
-    } else if (p == v1::COLLECTIVE_PATTERN_PERMUTATION) {
-      std::shuffle(eps.begin(), eps.end(), rng);
-    }
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "job%04d", id);
-    jobs.push_back(MakeJob(buf, "tenant" + std::to_string(id % 7), p, eps));
-    ++id;
-  }
-  return jobs;
 }
 
 // ------------------------------------------------------------------ 2. LP quality

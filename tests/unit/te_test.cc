@@ -626,7 +626,6 @@ TEST(PathEngineTest, KempeChainsPlaceAPermutationOfWholeFlowsOnePerLink) {
     if (d.role() == v1::DEVICE_ROLE_NIC) nics.push_back(d.id());
   }
   ASSERT_EQ(nics.size(), 256u);
-  int stuck_before = 0;
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     std::vector<size_t> perm(nics.size());
     std::iota(perm.begin(), perm.end(), 0);
@@ -641,9 +640,7 @@ TEST(PathEngineTest, KempeChainsPlaceAPermutationOfWholeFlowsOnePerLink) {
     }
     PlacementResult res = Place(g, units, PlacementParams{}, PlacementMode::kFull);
     EXPECT_NEAR(res.max_utilization, 1.0, 1e-9) << "seed " << seed;
-    stuck_before += res.max_utilization > 1.0 + 1e-9;
   }
-  EXPECT_EQ(stuck_before, 0);
 }
 
 }  // namespace
