@@ -7,7 +7,35 @@ namespace loom::sim {
 
 DcqcnParams PaperDcqcnParams() { return DcqcnParams{}; }
 
+DcqcnParams Ns3MlxDcqcnParams() {
+  // Source: shared/reference/packet-level/cfg_A_dcqcn.txt and cfg_B_dcqcn.txt (the HPCC
+  // simulator's run configuration) and rdma-hw.cc (alibaba-edu/High-Precision-Congestion-
+  // Control: RateOnFirstCnp default 1.0; ACK per packet with L2_ACK_INTERVAL 1, the CNP bit
+  // set on the ACK of a marked packet).
+  DcqcnParams p;
+  p.f = 1;
+  p.t_ns = 300 * kNsPerUs;
+  p.b_bytes = 0;
+  p.k_ns = 1 * kNsPerUs;
+  p.g = 1.0 / 256;
+  p.rai_bps = 20e6;
+  p.rhai_bps = 200e6;
+  p.min_rate_bps = 1e9;
+  p.cnp_interval_ns = 0;
+  p.clamp_target_rate = false;
+  p.decrease_interval_ns = 4 * kNsPerUs;
+  p.alpha_per_interval = true;
+  p.hyper_increase_scaled = false;
+  p.first_cnp_rate_fraction = 1.0;
+  return p;
+}
+
 DcqcnParams VendorDcqcnParams() {
+  // Source: shared/reference/dcqcn.md, "vendor firmware-like parameters (commonly
+  // simulated)": F=1, T=300 us, B=2 MB, g=1/256, R_AI=5 Mb/s, R_HAI=50 Mb/s, at most one
+  // cut per 4 us, a cut never below 50 % of RC. The event rules are the NIC model's (the
+  // firmware the HPCC simulator's mlx model follows): CNPs collected and one cut per 4 us,
+  // the target rate not clamped unless RC rose since the last cut, alpha per interval.
   DcqcnParams p;
   p.f = 1;
   p.t_ns = 300 * kNsPerUs;
@@ -17,15 +45,40 @@ DcqcnParams VendorDcqcnParams() {
   p.rai_bps = 5e6;
   p.rhai_bps = 50e6;
   p.min_rate_bps = 10e6;
-  p.min_cut_interval_ns = 4 * kNsPerUs;
   p.max_cut_fraction = 0.5;
   p.cnp_interval_ns = 4 * kNsPerUs;
+  p.decrease_interval_ns = 4 * kNsPerUs;
+  p.clamp_target_rate = false;
+  p.alpha_per_interval = true;
   return p;
+}
+
+std::string DcqcnParamsError(const DcqcnParams& p) {
+  if (p.t_ns <= 0) return "t_ns (rate-increase timer) must be > 0";
+  if (p.k_ns <= 0) return "k_ns (alpha interval) must be > 0";
+  if (p.b_bytes < 0) return "b_bytes must be >= 0 (0: no byte counter)";
+  if (p.f < 0) return "f must be >= 0";
+  if (!(p.g > 0 && p.g <= 1)) return "g must be in (0, 1]";
+  if (p.rai_bps < 0 || p.rhai_bps < 0) return "rai_bps and rhai_bps must be >= 0";
+  if (p.min_rate_bps < 0) return "min_rate_bps must be >= 0";
+  if (p.decrease_interval_ns < 0) return "decrease_interval_ns must be >= 0";
+  if (p.cnp_interval_ns < 0) return "cnp_interval_ns must be >= 0";
+  if (!(p.first_cnp_rate_fraction > 0 && p.first_cnp_rate_fraction <= 1)) {
+    return "first_cnp_rate_fraction must be in (0, 1]";
+  }
+  if (!(p.max_cut_fraction > 0 && p.max_cut_fraction <= 1)) {
+    return "max_cut_fraction must be in (0, 1]";
+  }
+  return "";
 }
 
 bool DcqcnPresetByName(const std::string& name, DcqcnParams* out) {
   if (name == "paper") {
     *out = PaperDcqcnParams();
+    return true;
+  }
+  if (name == "ns3-mlx") {
+    *out = Ns3MlxDcqcnParams();
     return true;
   }
   if (name == "vendor") {
@@ -35,6 +88,10 @@ bool DcqcnPresetByName(const std::string& name, DcqcnParams* out) {
   return false;
 }
 
+namespace {
+constexpr TimeNs kNoEvent = INT64_MAX;
+}  // namespace
+
 void DcqcnRp::Reset(const DcqcnParams& p, double line_rate_bps, TimeNs now) {
   p_ = p;
   line_ = line_rate_bps;
@@ -43,14 +100,21 @@ void DcqcnRp::Reset(const DcqcnParams& p, double line_rate_bps, TimeNs now) {
   t_ = b_ = 0;
   byte_acc_ = 0;
   next_t_ = now + p.t_ns;
-  next_k_ = now + p.k_ns;
+  // With alpha per interval the alpha clock starts at the first CNP.
+  next_k_ = p.alpha_per_interval ? kNoEvent : now + p.k_ns;
+  next_d_ = kNoEvent;
+  dec_flag_ = alpha_flag_ = seen_cnp_ = false;
   last_cut_ = INT64_MIN / 2;
 }
 
 void DcqcnRp::SetParams(const DcqcnParams& p, TimeNs now) {
   p_ = p;
   next_t_ = now + p.t_ns;
-  next_k_ = now + p.k_ns;
+  next_k_ = p.alpha_per_interval && !seen_cnp_ ? kNoEvent : now + p.k_ns;
+  next_d_ = p.decrease_interval_ns > 0 && seen_cnp_ ? now + p.decrease_interval_ns : kNoEvent;
+  if (p.decrease_interval_ns <= 0) dec_flag_ = false;
+  if (!p.alpha_per_interval) alpha_flag_ = false;
+  if (p.b_bytes <= 0) byte_acc_ = 0;
 }
 
 void DcqcnRp::set_line_rate_bps(double bps) {
@@ -60,10 +124,10 @@ void DcqcnRp::set_line_rate_bps(double bps) {
 }
 
 void DcqcnRp::AdvanceTo(TimeNs now) {
-  if (AtLineRate()) {
-    // RC == RT == line rate: an increase event only counts (Increase() would leave both
-    // at line rate), so the timer events are counted in closed form; alpha decays by the
-    // same multiplications, one per K period, as event by event.
+  if (AtLineRate() && !dec_flag_ && !alpha_flag_) {
+    // RC == RT == line rate and nothing collected: an increase event only counts
+    // (Increase() would leave both at line rate), so the timer events are counted in
+    // closed form; alpha decays by one multiplication per K period.
     if (next_t_ <= now) {
       const TimeNs n = (now - next_t_) / p_.t_ns + 1;
       t_ += static_cast<int>(n);
@@ -72,42 +136,109 @@ void DcqcnRp::AdvanceTo(TimeNs now) {
     if (next_k_ <= now) {
       const TimeNs n = (now - next_k_) / p_.k_ns + 1;
       next_k_ += n * p_.k_ns;
-      double a = alpha_;
       const double decay = 1 - p_.g;
-      if (a != 0) {
-        for (TimeNs i = 0; i < n; ++i) a *= decay;
+      if (p_.alpha_per_interval) {
+        alpha_ *= std::pow(decay, static_cast<double>(n));
+      } else {
+        double a = alpha_;
+        if (a != 0) {
+          for (TimeNs i = 0; i < n; ++i) a *= decay;
+        }
+        alpha_ = a;
       }
-      alpha_ = a;
     }
+    if (next_d_ <= now)
+      next_d_ += ((now - next_d_) / p_.decrease_interval_ns + 1) * p_.decrease_interval_ns;
     return;
   }
+  // Events in time order; at equal instants alpha first, then the decrease check, then
+  // the rate timer (ns-3 schedules the decrease check 1 ns after the alpha update).
   while (true) {
-    const TimeNs next = std::min(next_t_, next_k_);
+    const TimeNs next = std::min(next_k_, std::min(next_d_, next_t_));
     if (next > now) return;
-    if (next_k_ <= next_t_) {
-      alpha_ *= (1 - p_.g);
-      next_k_ += p_.k_ns;
-    } else {
+    if (next_k_ == next) {
+      if (p_.alpha_per_interval && alpha_flag_) {
+        alpha_ = (1 - p_.g) * alpha_ + p_.g;
+        alpha_flag_ = false;
+        next_k_ += p_.k_ns;
+        continue;
+      }
+      if (p_.alpha_per_interval) {
+        // Pure decays (no CNP can arrive inside AdvanceTo) up to the next other event.
+        const TimeNs lim = std::min(now, std::min(next_d_, next_t_));
+        const TimeNs n = (lim - next_k_) / p_.k_ns + 1;
+        alpha_ *= std::pow(1 - p_.g, static_cast<double>(n));
+        next_k_ += n * p_.k_ns;
+      } else {
+        alpha_ *= (1 - p_.g);
+        next_k_ += p_.k_ns;
+      }
+      continue;
+    }
+    if (next_d_ == next) {
+      if (dec_flag_) {
+        CollectedCut(next_d_);
+        next_d_ += p_.decrease_interval_ns;
+      } else {
+        next_d_ += ((now - next_d_) / p_.decrease_interval_ns + 1) * p_.decrease_interval_ns;
+      }
+      continue;
+    }
+    if (p_.b_bytes > 0) {
       ++t_;
       Increase();
-      next_t_ += p_.t_ns;
+    } else {
+      Increase();  // staged by the timer alone: the stage before this event
+      ++t_;
     }
+    next_t_ += p_.t_ns;
   }
 }
 
 bool DcqcnRp::OnCnp(TimeNs now) {
   if (p_.min_cut_interval_ns > 0 && now - last_cut_ < p_.min_cut_interval_ns) return false;
+  const bool first = !seen_cnp_;
+  seen_cnp_ = true;
+  if (p_.alpha_per_interval) {
+    alpha_flag_ = true;
+    if (first) {
+      alpha_ = 1;
+      alpha_flag_ = false;
+      next_k_ = now + p_.k_ns;
+      rc_ = rt_ = std::max(p_.first_cnp_rate_fraction * rc_, p_.min_rate_bps);
+    }
+  }
+  if (p_.decrease_interval_ns > 0) {
+    dec_flag_ = true;
+    if (first || next_d_ == kNoEvent) next_d_ = now + p_.decrease_interval_ns + 1;
+    return true;
+  }
   last_cut_ = now;
-  rt_ = rc_;
+  if (p_.clamp_target_rate || t_ > 0 || b_ > 0) rt_ = rc_;
   double cut = rc_ * (1 - alpha_ / 2);
   cut = std::max(cut, rc_ * (1 - p_.max_cut_fraction));
   rc_ = std::max(cut, p_.min_rate_bps);
-  alpha_ = (1 - p_.g) * alpha_ + p_.g;
+  if (!p_.alpha_per_interval) {
+    alpha_ = (1 - p_.g) * alpha_ + p_.g;
+    next_k_ = now + p_.k_ns;
+  }
   t_ = b_ = 0;
   byte_acc_ = 0;
   next_t_ = now + p_.t_ns;
-  next_k_ = now + p_.k_ns;
   return true;
+}
+
+void DcqcnRp::CollectedCut(TimeNs now) {
+  last_cut_ = now;
+  dec_flag_ = false;
+  if (p_.clamp_target_rate || t_ > 0 || b_ > 0) rt_ = rc_;
+  double cut = rc_ * (1 - alpha_ / 2);
+  cut = std::max(cut, rc_ * (1 - p_.max_cut_fraction));
+  rc_ = std::max(cut, p_.min_rate_bps);
+  if (!p_.alpha_per_interval) alpha_ = (1 - p_.g) * alpha_ + p_.g;
+  t_ = b_ = 0;
+  byte_acc_ = 0;
+  next_t_ = now + p_.t_ns;
 }
 
 void DcqcnRp::ByteCounterEvents() {
@@ -129,13 +260,24 @@ void DcqcnRp::ByteCounterEvents() {
 }
 
 void DcqcnRp::Increase() {
-  const int hi = std::max(t_, b_), lo = std::min(t_, b_);
-  if (hi < p_.f) {
-    // Fast recovery: halve the distance to the target.
-  } else if (lo > p_.f) {
-    rt_ += (lo - p_.f) * p_.rhai_bps;
+  if (p_.b_bytes <= 0) {
+    // Timer alone (the NIC model): t_ is the stage before this event.
+    if (t_ < p_.f) {
+      // Fast recovery.
+    } else if (t_ == p_.f) {
+      rt_ += p_.rai_bps;
+    } else {
+      rt_ += (p_.hyper_increase_scaled ? (t_ - p_.f) : 1) * p_.rhai_bps;
+    }
   } else {
-    rt_ += p_.rai_bps;
+    const int hi = std::max(t_, b_), lo = std::min(t_, b_);
+    if (hi < p_.f) {
+      // Fast recovery: halve the distance to the target.
+    } else if (lo > p_.f) {
+      rt_ += (p_.hyper_increase_scaled ? (lo - p_.f) : 1) * p_.rhai_bps;
+    } else {
+      rt_ += p_.rai_bps;
+    }
   }
   rt_ = std::min(rt_, line_);
   rc_ = std::min((rt_ + rc_) / 2, line_);

@@ -1,7 +1,10 @@
 // DCQCN reaction point (sender NIC, per QP) and its parameters.
 //
-// Implements the rate control of Zhu et al., "Congestion Control for
-// Large-Scale RDMA Deployments" (SIGCOMM 2015), exactly and event by event:
+// Two published variants, every rule a parameter (DcqcnParams):
+//
+// The SIGCOMM'15 paper (Zhu et al., "Congestion Control for Large-Scale RDMA
+// Deployments"), event by event (clamp_target_rate, decrease_interval_ns 0,
+// alpha_per_interval false, b_bytes > 0, hyper_increase_scaled):
 //
 //   On a CNP:            RT <- RC; RC <- RC * (1 - alpha/2); alpha <- (1-g)*alpha + g;
 //                        t = b = 0; byte counter and both timers restart.
@@ -13,9 +16,26 @@
 //                                                      i = min(t,b) - F; RC <- (RT+RC)/2
 //                          otherwise                -> additive increase: RT += R_AI;
 //                                                      RC <- (RT+RC)/2
-//                        (so F-1 halvings toward RT happen before additive increase, as in
-//                        the ns-3 DCQCN model whose stage counter is incremented first.)
-//   RT and RC are capped at line rate; RC never goes below min_rate_bps.
+//                        (so F-1 halvings toward RT happen before additive increase.)
+//
+// The Mellanox ("mlx") model of the HPCC packet-level simulator
+// (alibaba-edu/High-Precision-Congestion-Control, simulation/src/point-to-point/model/
+// rdma-hw.cc: cnp_received_mlx, UpdateAlphaMlx, CheckRateDecreaseMlx,
+// RateIncEventTimerMlx), with decrease_interval_ns > 0 and alpha_per_interval:
+//
+//   A CNP only sets two "CNP arrived" bits. The first CNP of the QP sets alpha to 1,
+//   RC = RT = first_cnp_rate_fraction x RC, and starts the alpha and decrease clocks.
+//   Every K ns:          alpha <- (1-g)*alpha + g if a CNP arrived since the last tick,
+//                        else (1-g)*alpha.
+//   Every D ns (D = decrease_interval_ns, 1 ns after the alpha tick): if a CNP arrived
+//                        since the last check: RT <- RC unless clamp_target_rate is off
+//                        and RC was not increased since the last cut; RC <- RC*(1-alpha/2);
+//                        timer stage = 0; the rate timer restarts.
+//   Timer every T ns:    stage < F -> fast recovery; stage == F -> additive increase;
+//                        stage > F -> hyper increase RT += R_HAI (not scaled); then
+//                        stage += 1. No byte counter (b_bytes = 0).
+//
+// In both: RT and RC are capped at line rate; RC never goes below min_rate_bps.
 // Vendor-firmware extras: a CNP within min_cut_interval_ns of the last cut is ignored
 // (rp_cnp_ignored) and a cut never takes RC below (1 - max_cut_fraction) * RC.
 //
@@ -48,15 +68,42 @@ struct DcqcnParams {
   // Notification point: at most one CNP per QP per interval (0: one per marked packet).
   TimeNs cnp_interval_ns = 50 * kNsPerUs;
   bool enabled = true;  // false: QPs always send at line rate
+  // Which published rules (see the top of this file).
+  // A cut sets RT <- RC every time (true: the paper, ns-3 CLAMP_TARGET_RATE 1); false: only
+  // when RC was increased since the previous cut (ns-3 CLAMP_TARGET_RATE 0).
+  bool clamp_target_rate = true;
+  // 0: every CNP cuts at once (the paper). > 0: CNPs are collected and one cut is made per
+  // interval in which any arrived (ns-3 RATE_DECREASE_INTERVAL).
+  TimeNs decrease_interval_ns = 0;
+  // false: alpha rises at each cut and decays every K without one (the paper); true: every
+  // K, alpha rises if a CNP arrived in that period, else decays (ns-3 ALPHA_RESUME_INTERVAL
+  // = K), and the alpha clock starts at the QP's first CNP.
+  bool alpha_per_interval = false;
+  // Hyper increase adds i x R_HAI with i = min(t, b) - F (the paper); false: R_HAI (ns-3).
+  bool hyper_increase_scaled = true;
+  // RC and RT on the QP's first CNP, as a fraction of RC (ns-3 RateOnFirstCnp; only with
+  // alpha_per_interval, where the first CNP also sets alpha to 1).
+  double first_cnp_rate_fraction = 1.0;
 };
 
 // The SIGCOMM'15 paper values: F=5, T=55us, B=10MB, K=55us, g=1/256, R_AI=40Mbps, N=50us.
 // The paper does not fix R_HAI; we use 10 x R_AI.
 DcqcnParams PaperDcqcnParams();
-// A vendor-firmware-like set: F=1, T=300us, B=2MB, g=1/256, R_AI=5Mbps, R_HAI=50Mbps,
-// min rate 10Mbps, at most one cut per 4us, a cut never below 50 % of RC, NP interval 4us.
+// A vendor-firmware-like set (shared/reference/dcqcn.md): F=1, T=300us, B=2MB, g=1/256,
+// R_AI=5Mbps, R_HAI=50Mbps, min rate 10Mbps, a cut never below 50 % of RC, NP interval
+// 4us; the NIC model's rules (one collected cut per 4us, target not clamped unless RC rose
+// since the last cut, alpha per 55us interval).
 DcqcnParams VendorDcqcnParams();
-// "paper" or "vendor"; false on an unknown name.
+// The HPCC packet-level simulator's "dcqcn" configuration (its mlx NIC model, the
+// reference runs in shared/reference/packet-level/cfg_*_dcqcn.txt): RP_TIMER 300 us,
+// FAST_RECOVERY_TIMES 1, RATE_AI 20 Mb/s, RATE_HAI 200 Mb/s, MIN_RATE 1000 Mb/s,
+// EWMA_GAIN 1/256, ALPHA_RESUME_INTERVAL 1 us, RATE_DECREASE_INTERVAL 4 us,
+// CLAMP_TARGET_RATE 0, RateOnFirstCnp 1.0, no byte counter, and a CNP with the ACK of
+// every marked packet (L2_ACK_INTERVAL 1: NP interval 0).
+DcqcnParams Ns3MlxDcqcnParams();
+// Empty when `p` is usable; else what is wrong with it (a field name and the rule).
+std::string DcqcnParamsError(const DcqcnParams& p);
+// "paper", "ns3-mlx" or "vendor"; false on an unknown name.
 bool DcqcnPresetByName(const std::string& name, DcqcnParams* out);
 
 class DcqcnRp {
@@ -73,6 +120,7 @@ class DcqcnRp {
   bool OnCnp(TimeNs now);
   // `bytes` were sent at `now`; fires byte-counter increase events.
   void OnBytesSent(double bytes, TimeNs /*now*/) {
+    if (p_.b_bytes <= 0) return;
     byte_acc_ += bytes;
     if (byte_acc_ >= p_.b_bytes) ByteCounterEvents();
   }
@@ -84,16 +132,25 @@ class DcqcnRp {
   int byte_count() const { return b_; }
   double line_rate_bps() const { return line_; }
   void set_line_rate_bps(double bps);
-  TimeNs next_event_ns() const { return next_t_ < next_k_ ? next_t_ : next_k_; }
-  // The next rate-increase timer instant (T), and the bytes until the next byte-counter
-  // (B) event: the only events that can change RC without a CNP (fast-forward horizon).
-  TimeNs next_timer_ns() const { return next_t_; }
-  double bytes_to_byte_event() const { return p_.b_bytes - byte_acc_; }
+  TimeNs next_event_ns() const {
+    TimeNs n = next_t_ < next_k_ ? next_t_ : next_k_;
+    return n < next_d_ ? n : next_d_;
+  }
+  // The next instant RC can change without a new CNP (the rate-increase timer T, or a
+  // collected CNP's cut), and the bytes until the next byte-counter (B) event: the
+  // fast-forward horizon.
+  TimeNs next_timer_ns() const { return dec_flag_ && next_d_ < next_t_ ? next_d_ : next_t_; }
+  double bytes_to_byte_event() const { return p_.b_bytes > 0 ? p_.b_bytes - byte_acc_ : 1e300; }
+  // A collected CNP has not been acted on yet (decrease_interval_ns > 0).
+  bool cut_pending() const { return dec_flag_; }
   const DcqcnParams& params() const { return p_; }
 
  private:
   void Increase();
   void ByteCounterEvents();
+  // The collected-CNP model (decrease_interval_ns > 0).
+  void AdvanceCollected(TimeNs now);
+  void CollectedCut(TimeNs now);
   // Increase() is a no-op here (RT + anything is capped at line, (RT + RC) / 2 == line).
   bool AtLineRate() const { return rc_ == line_ && rt_ == line_ && p_.min_rate_bps <= line_; }
 
@@ -103,6 +160,9 @@ class DcqcnRp {
   double line_ = 0, rt_ = 0, alpha_ = 1;
   int t_ = 0, b_ = 0;
   TimeNs last_cut_ = INT64_MIN / 2;
+  // Collected-CNP model: the next decrease check, the "CNP arrived" bits, the first CNP.
+  TimeNs next_d_ = INT64_MAX;
+  bool dec_flag_ = false, alpha_flag_ = false, seen_cnp_ = false;
   DcqcnParams p_;
 };
 

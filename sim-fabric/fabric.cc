@@ -1868,7 +1868,8 @@ int64_t Fabric::Impl::QuiescentHorizon(int64_t n_max, int* settle) {
       if (Changed(qp.step_got, beta)) return 0;  // pipeline not stationary
       for (int pi : qp.pfs) need_streak = std::max(need_streak, pfs[pi].n + 1);
       if (qp.spray_node >= 0) nmax = std::min(nmax, steps_until(qp.next_spray));
-      if (beta > 0 && nics[qp.src].params.enabled && qp.rp.rate_bps() < qp.rp.line_rate_bps()) {
+      if (beta > 0 && nics[qp.src].params.enabled &&
+          (qp.rp.rate_bps() < qp.rp.line_rate_bps() || qp.rp.cut_pending())) {
         // RC may rise at the next timer or byte-counter event: stop before either.
         nmax = std::min(nmax, steps_until(qp.rp.next_timer_ns()));
         nmax = std::min(nmax, std::ceil(qp.rp.bytes_to_byte_event() / beta) - 1);
@@ -2786,6 +2787,8 @@ Status Fabric::SetWatchdog(const std::string& device, const WatchdogConfig& cfg)
 }
 
 Status Fabric::SetDcqcn(const std::string& nic, const DcqcnParams& params) {
+  const std::string bad = DcqcnParamsError(params);
+  if (!bad.empty()) return InvalidArgument("dcqcn: " + bad);
   Impl& im = *impl_;
   im.Touch();
   auto apply = [&](int ni) {

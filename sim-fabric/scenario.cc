@@ -80,7 +80,8 @@ bool ParseScenarioJson(const std::string& json, const std::string& base_dir, Loa
   if (e.duration_ns() > 0) out->duration_ns = e.duration_ns();
   if (e.sample_ns() > 0) out->sample_ns = e.sample_ns();
   if (!e.dcqcn_preset().empty() && !DcqcnPresetByName(e.dcqcn_preset(), &o.dcqcn)) {
-    *error = "scenario.engine.dcqcn_preset: want paper or vendor";
+    *error = "scenario.engine.dcqcn_preset: unknown '" + e.dcqcn_preset() +
+             "', want paper, ns3-mlx or vendor";
     return false;
   }
   o.dcqcn.enabled = !e.dcqcn_disabled();
@@ -250,10 +251,24 @@ std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::strin
     if (d.g() > 0) p.g = d.g();
     if (d.t_ns() > 0) p.t_ns = d.t_ns();
     if (d.k_ns() > 0) p.k_ns = d.k_ns();
-    if (d.b_bytes() > 0) p.b_bytes = d.b_bytes();
+    if (d.has_b_bytes()) p.b_bytes = d.b_bytes();
     if (d.f() > 0) p.f = d.f();
     if (d.min_rate_bps() > 0) p.min_rate_bps = d.min_rate_bps();
-    if (d.cnp_interval_ns() > 0) p.cnp_interval_ns = d.cnp_interval_ns();
+    if (d.has_cnp_interval_ns()) p.cnp_interval_ns = d.cnp_interval_ns();
+    if (d.has_clamp_target_rate()) p.clamp_target_rate = d.clamp_target_rate();
+    if (d.has_decrease_interval_ns()) p.decrease_interval_ns = d.decrease_interval_ns();
+    if (d.has_alpha_per_interval()) p.alpha_per_interval = d.alpha_per_interval();
+    if (d.has_hyper_increase_scaled()) p.hyper_increase_scaled = d.hyper_increase_scaled();
+    if (d.first_cnp_rate_fraction() > 0) p.first_cnp_rate_fraction = d.first_cnp_rate_fraction();
+    std::string bad;
+    if (p.b_bytes < 0) bad = "b_bytes < 0";
+    if (p.cnp_interval_ns < 0) bad = "cnp_interval_ns < 0";
+    if (p.decrease_interval_ns < 0) bad = "decrease_interval_ns < 0";
+    if (p.first_cnp_rate_fraction > 1) bad = "first_cnp_rate_fraction > 1";
+    if (!bad.empty()) {
+      *error = "dcqcn[" + std::to_string(i) + "]: " + bad;
+      return nullptr;
+    }
     if (!Check(fab->SetDcqcn(d.nic().empty() ? "*" : d.nic(), p),
                "dcqcn[" + std::to_string(i) + "]", error)) {
       return nullptr;

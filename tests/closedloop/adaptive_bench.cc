@@ -325,7 +325,30 @@ RunResult RunMode(const Scenario& s, Variant variant, Mode mode, uint64_t seed, 
     }
     const TimeNs limit = 5 * kNsPerSec;
     TimeNs last_alb = 0;
+    const bool trace = getenv("ADAPTIVE_BENCH_TRACE") != nullptr;
+    std::vector<std::string> trace_nics;
+    if (trace) {
+      for (const auto& g : j0.ranks) {
+        if (LeafOf(idx, g) == src_leaf) trace_nics.push_back(idx.FindGpu(g)->nic());
+      }
+    }
+    std::map<std::string, loom::sim::NicCounters> prev_nc;
     while (!f.AllJobsDone() && f.now() < limit) {
+      if (trace && f.now() >= fail_at - 1 * kNsPerMs && f.now() < fail_at + 8 * kNsPerMs) {
+        loop.RunUntil(f.now() + 100 * kNsPerUs);
+        std::printf("    trace %.2f ms:", static_cast<double>(f.now() - fail_at) / 1e6);
+        for (const auto& n : trace_nics) {
+          loom::sim::NicCounters nc;
+          (void)f.GetNicCounters(n, &nc);
+          auto& p = prev_nc[n];
+          std::printf(" %s %.0fG cnp+%llu", n.c_str(),
+                      static_cast<double>(nc.tx_bytes - p.tx_bytes) * 8 / 1e5,
+                      static_cast<unsigned long long>(nc.rp_cnp_handled - p.rp_cnp_handled));
+          p = nc;
+        }
+        std::printf("\n");
+        continue;
+      }
       loop.RunUntil(f.now() + 1 * kNsPerMs);
       if (alb && f.now() - last_alb >= 10 * kNsPerMs) {
         alb->Scan(f.now() - last_alb);
@@ -345,6 +368,16 @@ RunResult RunMode(const Scenario& s, Variant variant, Mode mode, uint64_t seed, 
                     static_cast<double>(e.time().seconds() * kNsPerSec + e.time().nanos()) / 1e6,
                     v1::EventType_Name(e.type()).c_str(), e.subject().c_str(), e.cause().c_str(),
                     e.action().c_str(), e.result().c_str());
+      }
+    }
+    if (getenv("ADAPTIVE_BENCH_DEBUG")) {
+      for (int j = 0; j < f.job_count(); ++j) {
+        auto st = f.GetJob(j);
+        std::printf("    dbg %s collectives took", st.id.c_str());
+        for (TimeNs t : st.collective_ns) {
+          std::printf(" %.3f", static_cast<double>(t) / 1e6);
+        }
+        std::printf(" ms (each collective)\n");
       }
     }
     if (getenv("ADAPTIVE_BENCH_DEBUG") && o.loom_programs) {

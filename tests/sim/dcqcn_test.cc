@@ -1,6 +1,8 @@
 // DCQCN reaction point: the state machine of the SIGCOMM'15 paper, step by step.
 #include "sim-fabric/dcqcn.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 #include "sim-fabric/thresholds.h"
 
@@ -102,17 +104,100 @@ TEST(DcqcnRp, ByteCounterAndHyperIncrease) {
 
 // Vendor preset: a CNP within 4us of the last cut is ignored; a cut never
 // goes below 50 % of the current rate; the rate never goes below min_rate.
-TEST(DcqcnRp, VendorPresetLimitsCuts) {
+TEST(DcqcnRp, VendorPresetCollectsCnpsAndLimitsCuts) {
   DcqcnParams p = VendorDcqcnParams();
-  p.alpha_init = 1.0;
   DcqcnRp rp(p, 400e9, 0);
+  // CNPs only set the "arrived" bit; one cut per 4 us interval, never below 50 % of RC.
   EXPECT_TRUE(rp.OnCnp(0));
-  EXPECT_DOUBLE_EQ(rp.rate_bps(), 200e9);
-  EXPECT_FALSE(rp.OnCnp(3'999));
-  EXPECT_TRUE(rp.OnCnp(4'000));
-  EXPECT_DOUBLE_EQ(rp.rate_bps(), 100e9);
-  for (int i = 0; i < 100; ++i) rp.OnCnp(8'000 + i * 4'000);
+  EXPECT_DOUBLE_EQ(rp.rate_bps(), 400e9);
+  EXPECT_TRUE(rp.OnCnp(2'000));
+  rp.AdvanceTo(4'000);
+  EXPECT_DOUBLE_EQ(rp.rate_bps(), 400e9);  // the check is 1 ns after the interval
+  rp.AdvanceTo(4'001);
+  EXPECT_DOUBLE_EQ(rp.rate_bps(), 200e9);  // alpha 1 -> a 50 % cut (the limit)
+  rp.AdvanceTo(8'001);
+  EXPECT_DOUBLE_EQ(rp.rate_bps(), 200e9);  // no CNP in the second interval: no cut
+  for (int i = 0; i < 100; ++i) {
+    rp.AdvanceTo(8'002 + i * 4'000);
+    rp.OnCnp(8'002 + i * 4'000);
+  }
+  rp.AdvanceTo(8'002 + 100 * 4'000);
   EXPECT_DOUBLE_EQ(rp.rate_bps(), p.min_rate_bps);
+}
+
+// The NIC model's rules as the HPCC simulator implements them (rdma-hw.cc,
+// cnp_received_mlx / UpdateAlphaMlx / CheckRateDecreaseMlx / RateIncEventTimerMlx).
+TEST(DcqcnRp, Ns3MlxFollowsThePacketLevelModel) {
+  const DcqcnParams p = Ns3MlxDcqcnParams();
+  const double g = p.g;
+  DcqcnRp rp(p, 100e9, 0);
+  // First CNP at t=0: alpha = 1, RC = RT = 1.0 x RC, alpha clock every 1 us from now,
+  // decrease check at 4 us + 1 ns.
+  ASSERT_TRUE(rp.OnCnp(0));
+  EXPECT_DOUBLE_EQ(rp.alpha(), 1.0);
+  rp.AdvanceTo(4'001);
+  // Alpha ticks at 1..4 us saw no CNP: alpha = (1-g)^4 at the cut.
+  const double a = std::pow(1 - g, 4);
+  EXPECT_NEAR(rp.alpha(), a, 1e-12);
+  const double rc1 = 100e9 * (1 - a / 2);
+  EXPECT_NEAR(rp.rate_bps(), rc1, 1);
+  EXPECT_DOUBLE_EQ(rp.target_bps(), 100e9);  // no increase before the cut: RT not clamped
+  // A second CNP before any increase: the cut leaves RT at 100G (CLAMP_TARGET_RATE 0).
+  rp.AdvanceTo(5'000);
+  ASSERT_TRUE(rp.OnCnp(5'000));
+  rp.AdvanceTo(6'000);
+  const double a2 = rp.alpha();  // tick at 6 us saw the CNP: raised
+  EXPECT_NEAR(a2, (1 - g) * std::pow(1 - g, 1) * a + g, 1e-9);
+  rp.AdvanceTo(8'001);
+  const double rc2 = rc1 * (1 - rp.alpha() / 2);
+  EXPECT_NEAR(rp.rate_bps(), rc2, 1e3);
+  EXPECT_DOUBLE_EQ(rp.target_bps(), 100e9);
+  // Rate timer from the last cut (8 us + 1 ns), every 300 us: stage 0 -> fast recovery,
+  // stage 1 (= F) -> additive increase, stage 2 -> hyper increase by R_HAI (not scaled).
+  rp.AdvanceTo(8'001 + 300'000);
+  const double rc3 = (rc2 + 100e9) / 2;
+  EXPECT_NEAR(rp.rate_bps(), rc3, 1e3);
+  // A CNP now clamps RT to RC (RC rose since the last cut).
+  DcqcnRp clamp = rp;
+  ASSERT_TRUE(clamp.OnCnp(8'001 + 300'000));
+  clamp.AdvanceTo(8'001 + 304'000);
+  EXPECT_NEAR(clamp.target_bps(), rc3, 1e3);
+  rp.AdvanceTo(8'001 + 600'000);
+  EXPECT_DOUBLE_EQ(rp.target_bps(), 100e9);  // RT + 20 Mb/s, capped at line rate
+  EXPECT_NEAR(rp.rate_bps(), (rc3 + 100e9) / 2, 1e3);
+}
+
+TEST(DcqcnRp, HyperIncreaseByTheTimerAloneAddsRhaiPerEvent) {
+  DcqcnParams p = Ns3MlxDcqcnParams();
+  DcqcnRp rp(p, 100e9, 0);
+  ASSERT_TRUE(rp.OnCnp(0));
+  rp.AdvanceTo(4'001);    // cut at 4 us + 1 ns
+  rp.AdvanceTo(304'001);  // fast recovery: RC rose
+  ASSERT_TRUE(rp.OnCnp(304'001));
+  rp.AdvanceTo(308'001);  // cut (the 4 us grid) with RT <- RC
+  const double rt0 = rp.target_bps();
+  ASSERT_LT(rt0, 99e9);
+  const TimeNs cut = 308'001;
+  rp.AdvanceTo(cut + 3 * 300'000);  // fast recovery, additive, hyper
+  EXPECT_NEAR(rp.target_bps(), rt0 + p.rai_bps + p.rhai_bps, 1);
+  rp.AdvanceTo(cut + 4 * 300'000);
+  EXPECT_NEAR(rp.target_bps(), rt0 + p.rai_bps + 2 * p.rhai_bps, 1);
+}
+
+TEST(DcqcnRp, ParamsAreValidated) {
+  EXPECT_EQ(DcqcnParamsError(PaperDcqcnParams()), "");
+  EXPECT_EQ(DcqcnParamsError(Ns3MlxDcqcnParams()), "");
+  EXPECT_EQ(DcqcnParamsError(VendorDcqcnParams()), "");
+  DcqcnParams p;
+  p.t_ns = 0;
+  EXPECT_NE(DcqcnParamsError(p).find("t_ns"), std::string::npos);
+  p = {};
+  p.decrease_interval_ns = -1;
+  EXPECT_NE(DcqcnParamsError(p).find("decrease_interval_ns"), std::string::npos);
+  DcqcnParams out;
+  EXPECT_TRUE(DcqcnPresetByName("ns3-mlx", &out));
+  EXPECT_EQ(out.decrease_interval_ns, 4 * kNsPerUs);
+  EXPECT_FALSE(DcqcnPresetByName("mlx", &out));
 }
 
 // DCQCN paper, buffer settings: Trident II with B = 12 MB shared buffer,
