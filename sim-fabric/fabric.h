@@ -52,7 +52,10 @@ struct FabricOptions {
   TimeNs step_ns = 1 * kNsPerUs;
   uint64_t seed = 1;
   double mtu_bytes = 4096;  // RoCE payload MTU; packet counters count these
-  DcqcnParams dcqcn = PaperDcqcnParams();
+  // The NIC model (the HPCC packet-level simulator's mlx DCQCN, its dcqcn configuration):
+  // what RoCE NICs in the field run; tests/sim/packet_level_test.cc compares it with
+  // reference runs.
+  DcqcnParams dcqcn = Ns3MlxDcqcnParams();
   SwitchConfig switch_defaults;              // applied to every switch
   double intra_host_bps = 2.4e12;            // GPU-to-GPU inside a host (NVLink), not on the fabric
   TimeNs cnp_hop_latency_ns = 1 * kNsPerUs;  // per switch, strict-priority CNP queue

@@ -148,6 +148,7 @@ struct Args {
   std::vector<std::string> variants;  // empty = all
   std::string only_mode;              // empty = all
   bool per_job = false;
+  std::string dcqcn = "ns3-mlx";  // the NICs' DCQCN preset (sim-fabric/dcqcn.h)
 };
 
 struct RunResult {
@@ -244,7 +245,7 @@ class OnBoxDlbAlb {
 };
 
 RunResult RunMode(const Scenario& s, Variant variant, Mode mode, uint64_t seed, TimeNs step_ns,
-                  TimeNs fail_after_ns) {
+                  TimeNs fail_after_ns, const loom::sim::DcqcnParams& dcqcn) {
   char tmpl[] = "/tmp/adaptive_bench.XXXXXX";
   std::string dir = mkdtemp(tmpl);
   RunResult res;
@@ -255,6 +256,7 @@ RunResult RunMode(const Scenario& s, Variant variant, Mode mode, uint64_t seed, 
     o.topology = s.topology;
     o.fabric.seed = seed;
     o.fabric.step_ns = step_ns;
+    o.fabric.dcqcn = dcqcn;
     const bool full = mode == Mode::kFull || mode == Mode::kFullRt;
     o.loom_programs = mode == Mode::kTelb || full;
     o.subscribe_nics = full;
@@ -450,17 +452,21 @@ int Main(int argc, char** argv) {
       args.only_mode = argv[++i];
     } else if (a == "--per-job") {
       args.per_job = true;
+    } else if (a == "--dcqcn" && i + 1 < argc) {
+      args.dcqcn = argv[++i];
     } else if (a == "--help" || a == "-h") {
       std::printf(
           "usage: adaptive_bench [--quick] [--seeds N] [--step-us N] [--variant A,B,...] "
-          "[--mode NAME] [--per-job]\n"
+          "[--mode NAME] [--per-job] [--dcqcn PRESET]\n"
           "  --variant: a comma-separated list of reference | failure | degraded | permutation "
           "| moe-3tier | failure-3tier | oversub (default: all seven)\n"
           "  --mode: ecmp | ecmp-qp | dlb | dlb-alb | spray | telb | full | full-rt (default: all "
           "eight; full-rt = Loom full told by the inventory that every NIC tolerates "
           "reordering)\n"
           "  --quick: every scenario at a small size (32-64 GPUs)\n"
-          "  --per-job: print every job's JCT against its ideal bound\n");
+          "  --per-job: print every job's JCT against its ideal bound\n"
+          "  --dcqcn: the NICs' DCQCN preset: ns3-mlx (default: the packet-level simulator's "
+          "NIC model) | paper | vendor\n");
       return 0;
     } else {
       std::fprintf(stderr, "adaptive_bench: unknown argument \"%s\" (see --help)\n", a.c_str());
@@ -468,6 +474,12 @@ int Main(int argc, char** argv) {
     }
   }
   loom::SetLogLevel(loom::LogLevel::kWarn);
+  loom::sim::DcqcnParams dcqcn;
+  if (!loom::sim::DcqcnPresetByName(args.dcqcn, &dcqcn)) {
+    std::fprintf(stderr, "adaptive_bench: unknown --dcqcn \"%s\" (ns3-mlx, paper, vendor)\n",
+                 args.dcqcn.c_str());
+    return 2;
+  }
   std::vector<Variant> variants;
   std::vector<Mode> modes;
   for (const auto& name : args.variants) {
@@ -494,9 +506,10 @@ int Main(int argc, char** argv) {
   // The failing link goes down this long after the jobs start (the quick jobs last ~2 ms).
   const TimeNs fail_after_ns = args.quick ? 500 * kNsPerUs : 5 * kNsPerMs;
   std::printf(
-      "== Adaptive benchmark (issues 7 and 16): %zu variant(s), step %.0f us, seeds 1..%d%s\n",
+      "== Adaptive benchmark (issues 7 and 16): %zu variant(s), step %.0f us, seeds 1..%d%s, "
+      "NIC DCQCN preset %s\n",
       variants.size(), static_cast<double>(args.step_ns) / 1e3, args.seeds,
-      args.quick ? ", quick sizes" : "");
+      args.quick ? ", quick sizes" : "", args.dcqcn.c_str());
   std::printf(
       "modes: static ECMP; ECMP+QP entropy (4 QPs/connection, dest QP hashed); switch DLB "
       "(flowlet); switch DLB + ALB (every leaf group in the combined mode: flowlet DLB writes "
@@ -553,7 +566,8 @@ int Main(int argc, char** argv) {
     std::fflush(stdout);
     for (int seed = 1; seed <= args.seeds; ++seed) {
       for (Mode m : modes) {
-        RunResult r = RunMode(s, v, m, static_cast<uint64_t>(seed), args.step_ns, fail_after_ns);
+        RunResult r =
+            RunMode(s, v, m, static_cast<uint64_t>(seed), args.step_ns, fail_after_ns, dcqcn);
         const double mean = Mean(r.jct_ms);
         means[v][m].push_back(mean);
         if ((m == Mode::kFull || m == Mode::kFullRt) && r.react_ms >= 0) {
