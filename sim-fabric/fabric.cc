@@ -196,13 +196,14 @@ struct Fabric::Impl {
     std::string host;
     double line_bps = 0;
     DcqcnParams params;
+    ReorderMode reorder = ReorderMode::kGoBackN;
     std::vector<int> active;  // active QPs
     // QPs this NIC sends on over the fabric (not NVLink), in creation order
     // (GetNicPeerCounters); QPs are never removed.
     std::vector<int> fabric_qps;
     uint8_t storm_mask = 0;
     double np_cnp_sent = 0, np_marked = 0, rp_handled = 0, rp_ignored = 0, oos = 0, tx = 0, rx = 0,
-           storm_events = 0;
+           storm_events = 0, reorder_discarded = 0;
     // Transmit bursts (NicCounters::tx_bursts ...): end of the last step in which the NIC
     // sent on the wire (-1 = never), bursts started, idle ns between bursts, and the lowest
     // per-QP send rate of the latest burst (0 = none sampled yet).
@@ -387,6 +388,7 @@ struct Fabric::Impl {
         nic.host = d.host();
         nic.line_bps = static_cast<double>(d.line_rate_bps());
         nic.params = opt().dcqcn;
+        nic.reorder = opt().nic_reorder;
         n.nic = static_cast<int>(nics.size());
         nics.push_back(nic);
       }
@@ -1213,8 +1215,10 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
   const double mtu = opt().mtu_bytes;
   Nic& dn = nics[qp.dst];
   dn.rx += got;
+  double discarded = 0;
   if (sprayed) {
-    // Packets of a faster path overtake those of the slowest: count them out of sequence.
+    // Packets of a faster path overtake those of the slowest: count them out of sequence;
+    // a go-back-N receiver discards them and they are sent again.
     for (int pi : qp.pfs) {
       const PathFlow& pf = pfs[pi];
       if (pf.delivered <= 0) continue;
@@ -1222,7 +1226,19 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
       for (int h = 0; h < pf.n; ++h) {
         lat += queues[pf.h[h].q].q / std::max(1.0, ports[pf.h[h].q / kPriorities].cap_bps);
       }
-      if (lat_max - lat > mtu / std::max(1.0, nics[qp.src].line_bps)) dn.oos += pf.delivered / mtu;
+      if (lat_max - lat > mtu / std::max(1.0, nics[qp.src].line_bps)) {
+        dn.oos += pf.delivered / mtu;
+        if (dn.reorder == ReorderMode::kGoBackN) discarded += pf.delivered;
+      }
+    }
+  }
+  if (discarded > 0) {
+    unsteady = true;
+    got -= discarded;
+    dn.reorder_discarded += discarded;
+    qp.sent = std::max(0.0, qp.sent - discarded);  // go-back-N resend
+    if (!qp.active && qp.job >= 0 && qp.transfer >= 0 && jobs[qp.job].gated) {
+      MarkTransfer(qp.job, qp.transfer);
     }
   }
   qp.delivered += got;
@@ -2390,6 +2406,7 @@ Status Fabric::GetNicCounters(const std::string& nic, NicCounters* out) const {
   out->rp_cnp_handled = U(n.rp_handled);
   out->rp_cnp_ignored = U(n.rp_ignored);
   out->out_of_sequence = U(n.oos);
+  out->reorder_discarded_bytes = U(n.reorder_discarded);
   out->tx_bytes = U(n.tx);
   out->rx_bytes = U(n.rx);
   out->tx_pause_storm_warning_events = U(n.storm_events);
@@ -2784,6 +2801,19 @@ Status Fabric::SetWatchdog(const std::string& device, const WatchdogConfig& cfg)
   Status s = ForSwitches(im, device, [&](int n) { im.nodes[n].cfg.watchdog = cfg; });
   im.ArmWatchdog();
   return s;
+}
+
+Status Fabric::SetNicReorder(const std::string& nic, ReorderMode mode) {
+  Impl& im = *impl_;
+  im.Touch();
+  if (nic == "*") {
+    for (auto& n : im.nics) n.reorder = mode;
+    return Status::Ok();
+  }
+  const int ni = ResolveNic(im, nic, nullptr);
+  if (ni < 0) return NotFound("no NIC " + nic);
+  im.nics[static_cast<size_t>(ni)].reorder = mode;
+  return Status::Ok();
 }
 
 Status Fabric::SetDcqcn(const std::string& nic, const DcqcnParams& params) {

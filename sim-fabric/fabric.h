@@ -56,6 +56,8 @@ struct FabricOptions {
   // what RoCE NICs in the field run; tests/sim/packet_level_test.cc compares it with
   // reference runs.
   DcqcnParams dcqcn = Ns3MlxDcqcnParams();
+  // Every NIC's reorder behaviour (types.h ReorderMode; SetNicReorder per NIC).
+  ReorderMode nic_reorder = ReorderMode::kGoBackN;
   SwitchConfig switch_defaults;              // applied to every switch
   double intra_host_bps = 2.4e12;            // GPU-to-GPU inside a host (NVLink), not on the fabric
   TimeNs cnp_hop_latency_ns = 1 * kNsPerUs;  // per switch, strict-priority CNP queue
@@ -231,6 +233,8 @@ class Fabric {
   Status SetPfc(const std::string& device, const PfcConfig& cfg);
   Status SetWatchdog(const std::string& device, const WatchdogConfig& cfg);
   Status SetDcqcn(const std::string& nic, const DcqcnParams& params);
+  // How `nic` (or "*") treats out-of-order arrivals of sprayed packets.
+  Status SetNicReorder(const std::string& nic, ReorderMode mode);
   const SwitchConfig* GetSwitchConfig(const std::string& device) const;
 
   // ------------------------------------------------------------ helpers

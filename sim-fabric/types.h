@@ -123,6 +123,15 @@ struct JobSpec {
   double max_rate_bps = 0;  // application rate cap per connection (0 = none)
 };
 
+// What a receiving NIC does with a packet that arrives before an earlier one of its QP
+// (per-packet spraying over paths whose queues differ by more than a packet time).
+//   kGoBackN: the RoCE default (no out-of-order placement): the packet is discarded, a NACK
+//     asks for a resend from the missing one; in the fluid model every overtaking byte is
+//     discarded and sent again (a lower bound of go-back-N's cost: it also resends the
+//     in-order bytes behind the gap and waits a round trip per NACK).
+//   kTolerant: out-of-order placement (NICs built for adaptive routing / spraying): no cost.
+enum class ReorderMode { kGoBackN, kTolerant };
+
 struct JobStatus {
   std::string id, tenant;
   int iterations_done = 0;
@@ -174,6 +183,9 @@ struct NicCounters {
   uint64_t rp_cnp_handled = 0;
   uint64_t rp_cnp_ignored = 0;
   uint64_t out_of_sequence = 0;
+  // Bytes a go-back-N receiver discarded because they arrived out of order (and were sent
+  // again); loom leaf, no mlx5 equivalent (mlx5 counts the NACKs: out_of_sequence).
+  uint64_t reorder_discarded_bytes = 0;
   uint64_t tx_bytes = 0, rx_bytes = 0;
   uint64_t tx_pause_storm_warning_events = 0;
   // Transmit bursts (loom leaves, no mlx5 equivalent; DLB flowlet-timer tuning input). A

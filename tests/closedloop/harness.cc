@@ -54,6 +54,9 @@ ClosedLoop::ClosedLoop(LoopOptions options)
       index_(std::make_shared<const loom::topology::TopologyIndex>(options_.topology)),
       clock_(0) {
   std::string error;
+  // The emulated NICs behave as the inventory Loom is given says they do.
+  if (options_.nics_reorder_tolerant)
+    options_.fabric.nic_reorder = loom::sim::ReorderMode::kTolerant;
   fabric_ = loom::sim::Fabric::Create(options_.topology, options_.fabric, &error);
   if (!fabric_) throw std::runtime_error("fabric: " + error);
   loom::telemetry::LinkStateOptions lopts;

@@ -38,7 +38,8 @@ struct LoopOptions {
   // Subscribe to NIC telemetry too (RoCE counters, burst gaps for DLB tuning).
   bool subscribe_nics = true;
   // Every NIC tolerates reordering (as an inventory with nic.reorder_tolerance
-  // FULL would say): Loom may spray jobs where pinning cannot fit.
+  // FULL would say): Loom may spray jobs where pinning cannot fit, and the emulated NICs
+  // place out-of-order packets (fabric.nic_reorder = kTolerant; else go-back-N).
   bool nics_reorder_tolerant = false;
   std::string db_path;  // SQLite file; the caller owns its directory
   loom::controller::ControllerOptions controller;
