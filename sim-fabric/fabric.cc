@@ -468,6 +468,12 @@ struct Fabric::Impl {
         pt.kmin[pr] = e.kmin_bytes > 0 ? e.kmin_bytes : 100e3 * speed;
         pt.kmax[pr] = e.kmax_bytes > 0 ? e.kmax_bytes : 400e3 * speed;
         pt.pmax[pr] = e.pmax;
+        for (const auto& b : e.by_speed) {
+          if (b.speed_bps != pt.nominal_bps) continue;
+          pt.kmin[pr] = b.kmin_bytes;
+          pt.kmax[pr] = b.kmax_bytes;
+          pt.pmax[pr] = b.pmax;
+        }
         if (pt.ecn_on[pr]) max_kmax = std::max(max_kmax, pt.kmax[pr]);
       }
       const PfcConfig& c = n.cfg.pfc;
@@ -2774,6 +2780,12 @@ Status Fabric::SetEcn(const std::string& device, int priority, const EcnConfig& 
   if (cfg.pmax < 0 || cfg.pmax > 1 || (cfg.kmax_bytes > 0 && cfg.kmin_bytes > cfg.kmax_bytes)) {
     return InvalidArgument("need 0 <= pmax <= 1 and kmin <= kmax");
   }
+  for (const auto& b : cfg.by_speed) {
+    if (!(b.speed_bps > 0) || b.pmax < 0 || b.pmax > 1 || b.kmin_bytes < 0 ||
+        b.kmin_bytes > b.kmax_bytes) {
+      return InvalidArgument("ECN per speed: need speed > 0, 0 <= pmax <= 1, 0 <= kmin <= kmax");
+    }
+  }
   return ForSwitches(im, device, [&](int n) {
     im.nodes[n].cfg.ecn[priority] = cfg;
     im.ApplyPortThresholds(n);
@@ -2788,6 +2800,16 @@ Status Fabric::SetPfc(const std::string& device, const PfcConfig& cfg) {
   }
   return ForSwitches(im, device, [&](int n) {
     im.nodes[n].cfg.pfc = cfg;
+    im.ApplyPortThresholds(n);
+  });
+}
+
+Status Fabric::SetBuffer(const std::string& device, double bytes) {
+  Impl& im = *impl_;
+  im.Touch();
+  if (!(bytes > 0)) return InvalidArgument("buffer_bytes must be > 0");
+  return ForSwitches(im, device, [&](int n) {
+    im.nodes[n].cfg.buffer_bytes = bytes;
     im.ApplyPortThresholds(n);
   });
 }

@@ -231,6 +231,8 @@ class Fabric {
   size_t RouteCount(const std::string& device) const;
   Status SetEcn(const std::string& device, int priority, const EcnConfig& cfg);
   Status SetPfc(const std::string& device, const PfcConfig& cfg);
+  // The shared packet buffer of `device` (or "*"), bytes (dynamic thresholds use it).
+  Status SetBuffer(const std::string& device, double bytes);
   Status SetWatchdog(const std::string& device, const WatchdogConfig& cfg);
   Status SetDcqcn(const std::string& nic, const DcqcnParams& params);
   // How `nic` (or "*") treats out-of-order arrivals of sprayed packets.

@@ -85,6 +85,22 @@ bool ParseScenarioJson(const std::string& json, const std::string& base_dir, Loa
     return false;
   }
   o.dcqcn.enabled = !e.dcqcn_disabled();
+  if (e.mtu_bytes() != 0) {
+    if (!(e.mtu_bytes() >= 256 && e.mtu_bytes() <= 9216)) {
+      *error = "scenario.engine.mtu_bytes: want 256..9216";
+      return false;
+    }
+    o.mtu_bytes = e.mtu_bytes();
+  }
+  if (e.nic_reorder() == "tolerant") {
+    o.nic_reorder = ReorderMode::kTolerant;
+  } else if (e.nic_reorder().empty() || e.nic_reorder() == "go-back-n") {
+    o.nic_reorder = ReorderMode::kGoBackN;
+  } else {
+    *error = "scenario.engine.nic_reorder: unknown '" + e.nic_reorder() +
+             "', want go-back-n or tolerant";
+    return false;
+  }
   o.switch_defaults.pfc.enabled = !e.pfc_disabled();
   for (auto& ecn : o.switch_defaults.ecn) ecn.enabled = !e.ecn_disabled();
   for (int i = 0; i < s.jobs_size(); ++i) {
@@ -158,11 +174,30 @@ std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::strin
       return nullptr;
     }
     SwitchConfig cfg = *base;
+    if (q.buffer_bytes() != 0 &&
+        !Check(fab->SetBuffer(dev, q.buffer_bytes()), where + ".buffer_bytes", error)) {
+      return nullptr;
+    }
     for (int p = 0; p < kPriorities; ++p) {
       EcnConfig e = cfg.ecn[p];
       if (q.ecn_kmin_bytes() > 0) e.kmin_bytes = q.ecn_kmin_bytes();
       if (q.ecn_kmax_bytes() > 0) e.kmax_bytes = q.ecn_kmax_bytes();
       if (q.ecn_pmax() > 0) e.pmax = q.ecn_pmax();
+      if (q.ecn_by_speed_size() > 0) e.by_speed.clear();
+      for (int k = 0; k < q.ecn_by_speed_size(); ++k) {
+        const auto& b = q.ecn_by_speed(k);
+        EcnSpeedThresholds t;
+        int64_t bps = 0;
+        if (!ParseBitRate(b.speed(), &bps) || bps <= 0) {
+          *error = where + ".ecn_by_speed[" + std::to_string(k) + "].speed: not a bit rate";
+          return nullptr;
+        }
+        t.speed_bps = static_cast<double>(bps);
+        t.kmin_bytes = b.kmin_bytes();
+        t.kmax_bytes = b.kmax_bytes();
+        t.pmax = b.pmax();
+        e.by_speed.push_back(t);
+      }
       if (!Check(fab->SetEcn(dev, p, e), where, error)) return nullptr;
     }
     PfcConfig pfc = cfg.pfc;
@@ -187,9 +222,17 @@ std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::strin
       if (q.watchdog_poll_ns() > 0) wd.poll_ns = q.watchdog_poll_ns();
       if (q.watchdog_detection_ns() > 0) wd.detection_ns = q.watchdog_detection_ns();
       if (q.watchdog_restoration_ns() > 0) wd.restoration_ns = q.watchdog_restoration_ns();
-      wd.action = q.watchdog_action() == "forward" ? WatchdogAction::kForward
-                  : q.watchdog_action() == "alert" ? WatchdogAction::kAlert
-                                                   : WatchdogAction::kDrop;
+      if (q.watchdog_action() == "forward") {
+        wd.action = WatchdogAction::kForward;
+      } else if (q.watchdog_action() == "alert") {
+        wd.action = WatchdogAction::kAlert;
+      } else if (q.watchdog_action().empty() || q.watchdog_action() == "drop") {
+        wd.action = WatchdogAction::kDrop;
+      } else {
+        *error = where + ".watchdog_action: unknown '" + q.watchdog_action() +
+                 "', want drop, forward or alert";
+        return nullptr;
+      }
       if (!Check(fab->SetWatchdog(dev, wd), where, error)) return nullptr;
     }
     (void)cfg;
@@ -199,7 +242,11 @@ std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::strin
     const std::string where = "switch_modes[" + std::to_string(i) + "]";
     const std::string dev = m.device().empty() ? "*" : m.device();
     ForwardingMode mode = ForwardingMode::kStaticHash;
-    const bool has_mode = !m.mode().empty() && ParseForwardingMode(m.mode(), &mode);
+    const bool has_mode = !m.mode().empty();
+    if (has_mode && !ParseForwardingMode(m.mode(), &mode)) {
+      *error = where + ".mode: unknown '" + m.mode() + "'";
+      return nullptr;
+    }
     if (m.hash_dest_qp() && !Check(fab->SetHashDestQp(dev, true), where, error)) return nullptr;
     if (m.flowlet_inactivity_ns() > 0) {
       DlbProfile prof;
@@ -208,7 +255,13 @@ std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::strin
     }
     if (m.spray_priorities_size() > 0) {
       uint8_t mask = 0;
-      for (int p : m.spray_priorities()) mask |= static_cast<uint8_t>(1u << (p & 7));
+      for (int p : m.spray_priorities()) {
+        if (p < 0 || p >= kPriorities) {
+          *error = where + ".spray_priorities: 0..7, got " + std::to_string(p);
+          return nullptr;
+        }
+        mask |= static_cast<uint8_t>(1u << p);
+      }
       if (!Check(fab->SetSprayPriorities(dev, mask), where, error)) return nullptr;
     }
     if (m.dest().empty()) {

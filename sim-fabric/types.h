@@ -23,11 +23,20 @@ constexpr int kPriorities = 8;
 
 // WRED/ECN marking on an egress queue: p = 0 below kmin, Pmax (q-kmin)/(kmax-kmin)
 // between, 1 above kmax.
+// WRED/ECN thresholds for the ports of one speed (KMIN_MAP/KMAX_MAP/PMAX_MAP of the
+// packet-level simulator, per-speed WRED profiles of switch OSes).
+struct EcnSpeedThresholds {
+  double speed_bps = 0;
+  double kmin_bytes = 0, kmax_bytes = 0, pmax = 0;
+};
+
 struct EcnConfig {
   bool enabled = true;
   double kmin_bytes = 0;  // 0 = default for the port speed (100 KB per 100 Gb/s)
   double kmax_bytes = 0;  // 0 = default for the port speed (400 KB per 100 Gb/s)
   double pmax = 0.2;
+  // Ports whose nominal speed equals an entry's use its thresholds instead.
+  std::vector<EcnSpeedThresholds> by_speed;
 };
 
 // PFC on a switch (per ingress port and priority accounting).
