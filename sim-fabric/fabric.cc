@@ -245,6 +245,8 @@ struct Fabric::Impl {
     // demand before the NIC's fair sharing and the rate cap without the quota limit (b/s).
     double step_bytes = 0, step_got = 0, demand_bps = 0, rate_cap_bps = 0;
     double lifetime_sent = 0, lifetime_delivered = 0;
+    // AddFlow flows: when added, and the end of the step that delivered the last byte.
+    TimeNs start_ns = 0, finish_ns = -1;
     TimeNs min_inactivity = kNever, last_send = -kNever, next_spray = 0;
     int spray_node = -1;
     std::vector<int> pfs;
@@ -1250,6 +1252,9 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
   qp.delivered += got;
   qp.lifetime_delivered += got;
   TransferProgress(qp, got);
+  if (qp.job < 0 && qp.finish_ns < 0 && qp.lifetime_delivered >= qp.total - kEps) {
+    qp.finish_ns = now() + dt();
+  }
   if (marked <= 0) return;
   unsteady = true;
   const double pkts = got / mtu, mpkts = marked / mtu;
@@ -1345,6 +1350,9 @@ void Fabric::Impl::Sources() {
         qp.lifetime_sent += b;
         qp.lifetime_delivered += b;
         TransferProgress(qp, b);
+        if (qp.job < 0 && qp.finish_ns < 0 && qp.lifetime_delivered >= qp.total - kEps) {
+          qp.finish_ns = t + step;
+        }
         continue;
       }
       if (qp.pfs.empty()) {
@@ -2168,6 +2176,7 @@ int Fabric::AddFlow(const std::string& src, const std::string& dst, double bytes
   qp.color = color;
   qp.cap_bps = max_rate_bps;
   qp.total = qp.quota = bytes > 0 ? bytes : kInf;
+  qp.start_ns = now_;
   qp.rp.Reset(im.nics[s].params, im.nics[s].line_bps, now_);
   im.nics[s].fabric_qps.push_back(qp.id);
   im.qps.push_back(std::move(qp));
@@ -2198,6 +2207,8 @@ QpInfo Fabric::GetQp(int id) const {
   info.sent_bytes = qp.lifetime_sent;
   info.delivered_bytes = qp.lifetime_delivered;
   info.cnps = qp.cnps;
+  info.start_ns = qp.start_ns;
+  info.finish_ns = qp.finish_ns;
   info.subflows = static_cast<int>(qp.pfs.size());
   if (!qp.last_ports.empty()) {
     for (int p : qp.last_ports[0]) {

@@ -236,6 +236,9 @@ struct QpInfo {
   // Egress interfaces "device:interface" of its (first) path.
   std::vector<std::string> path;
   int subflows = 1;
+  // AddFlow flows: when added, and when the last byte arrived (the end of that engine step;
+  // -1 = not yet, and always for job QPs).
+  TimeNs start_ns = 0, finish_ns = -1;
 };
 
 }  // namespace loom::sim
