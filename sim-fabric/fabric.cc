@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <queue>
 #include <set>
@@ -247,6 +248,15 @@ struct Fabric::Impl {
     double lifetime_sent = 0, lifetime_delivered = 0;
     // AddFlow flows: when added, and the end of the step that delivered the last byte.
     TimeNs start_ns = 0, finish_ns = -1;
+    // Bytes that reached the last hop and are still on their way to the receiving NIC
+    // (propagation, switch latency, store and forward beyond what the engine's one hop per
+    // step already takes): credited at `due`. credit_delay is set with the route.
+    struct Arrival {
+      TimeNs due;
+      double bytes, marked;
+    };
+    std::deque<Arrival> in_flight;
+    TimeNs credit_delay = 0;
     TimeNs min_inactivity = kNever, last_send = -kNever, next_spray = 0;
     int spray_node = -1;
     std::vector<int> pfs;
@@ -1014,6 +1024,24 @@ struct Fabric::Impl {
         MarkTransfer(qp.job, qp.transfer);
       }
     }
+    // Data: the links' propagation, each switch's latency and store and forward of one
+    // MTU at its ingress rate, less the one step per hop after the first switch the
+    // engine's pipeline already takes.
+    qp.credit_delay = 0;
+    if (!qp.last_ports.empty() && !qp.last_ports[0].empty()) {
+      const auto& path = qp.last_ports[0];
+      const int switches = static_cast<int>(path.size()) - 1;
+      double phys = 0;
+      for (size_t i = 0; i < path.size(); ++i) {
+        phys += static_cast<double>(ports[path[i]].delay);
+        if (static_cast<int>(i) < switches) {
+          phys += static_cast<double>(opt().switch_latency_ns) +
+                  opt().mtu_bytes * 8e9 / std::max(1.0, ports[path[i]].nominal_bps);
+        }
+      }
+      const double inherent = static_cast<double>(std::max(0, switches - 1) * dt());
+      qp.credit_delay = static_cast<TimeNs>(std::max(0.0, std::round(phys - inherent)));
+    }
     // CNP return delay: propagation of every link plus the per-switch latency.
     qp.cnp_delay = 0;
     if (!qp.last_ports.empty()) {
@@ -1089,6 +1117,8 @@ struct Fabric::Impl {
   void PfcPass();
   void WatchdogPoll();
   [[gnu::always_inline]] inline void Deliver(Qp& qp);
+  inline void CreditDue(Qp& qp);
+  inline void Credit(Qp& qp, double got, double marked);
   void OnPfcFrame(int qi, int quanta);
   void SendPfc(int ing_idx, int quanta);
   void StartIteration(int job);
@@ -1219,10 +1249,12 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
     }
   }
   qp.step_got = got;
-  if (got <= 0) return;
+  if (got <= 0) {
+    if (!qp.in_flight.empty()) CreditDue(qp);
+    return;
+  }
   const double mtu = opt().mtu_bytes;
   Nic& dn = nics[qp.dst];
-  dn.rx += got;
   double discarded = 0;
   if (sprayed) {
     // Packets of a faster path overtake those of the slowest: count them out of sequence;
@@ -1249,6 +1281,30 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
       MarkTransfer(qp.job, qp.transfer);
     }
   }
+  if (qp.credit_delay > 0) {
+    qp.in_flight.push_back({now() + qp.credit_delay, got, marked});
+    CreditDue(qp);
+    return;
+  }
+  Credit(qp, got, marked);
+}
+
+inline void Fabric::Impl::CreditDue(Qp& qp) {
+  // Credited in the step that contains the due instant (the engine reports a step's
+  // arrivals at its end).
+  while (!qp.in_flight.empty() && qp.in_flight.front().due < now() + dt()) {
+    const Qp::Arrival a = qp.in_flight.front();
+    qp.in_flight.pop_front();
+    Credit(qp, a.bytes, a.marked);
+  }
+}
+
+// Bytes (and the marked part of them) reach the receiving NIC: progress, completion, and
+// the notification point.
+inline void Fabric::Impl::Credit(Qp& qp, double got, double marked) {
+  const double mtu = opt().mtu_bytes;
+  Nic& dn = nics[qp.dst];
+  dn.rx += got;
   qp.delivered += got;
   qp.lifetime_delivered += got;
   TransferProgress(qp, got);
@@ -1721,6 +1777,7 @@ void Fabric::Impl::StartIteration(int ji) {
       qp.total = per;
       qp.quota = per;
       qp.sent = qp.delivered = 0;
+      qp.in_flight.clear();
       ActivateQp(qp);
     }
     if (tr.t.bytes <= 0)
@@ -1897,6 +1954,11 @@ int64_t Fabric::Impl::QuiescentHorizon(int64_t n_max, int* settle) {
       if (qp.pfs.empty()) continue;              // unreachable: stays so until a reroute
       if (Changed(qp.step_got, beta)) return 0;  // pipeline not stationary
       for (int pi : qp.pfs) need_streak = std::max(need_streak, pfs[pi].n + 1);
+      if (qp.credit_delay > 0) {
+        // Arrivals in flight must all be the steady ones.
+        need_streak = std::max(need_streak, static_cast<int>(qp.in_flight.size()) + 2 +
+                                                static_cast<int>(qp.credit_delay / dt()));
+      }
       if (qp.spray_node >= 0) nmax = std::min(nmax, steps_until(qp.next_spray));
       if (beta > 0 && nics[qp.src].params.enabled &&
           (qp.rp.rate_bps() < qp.rp.line_rate_bps() || qp.rp.cut_pending())) {
@@ -2019,6 +2081,9 @@ void Fabric::Impl::ApplyJump(int64_t n) {
       }
     }
     if (got > 0) {
+      // Quiescent: every arrival in flight carries the same bytes, so as many are credited
+      // during the jump as arrive; the ones in flight move with the clock.
+      for (auto& a : qp.in_flight) a.due += n * step;
       qp.delivered += got;
       qp.lifetime_delivered += got;
       nics[qp.dst].rx += got;

@@ -61,6 +61,9 @@ struct FabricOptions {
   SwitchConfig switch_defaults;              // applied to every switch
   double intra_host_bps = 2.4e12;            // GPU-to-GPU inside a host (NVLink), not on the fabric
   TimeNs cnp_hop_latency_ns = 1 * kNsPerUs;  // per switch, strict-priority CNP queue
+  // Data: each switch forwards a packet this long after it has fully arrived (store and
+  // forward: the packet's serialization at the ingress rate comes on top).
+  TimeNs switch_latency_ns = 0;
   // Hybrid model: RunUntil/RunUntilJobsDone/Advance jump over quiescent stretches (every
   // queue empty, no PFC, no ECN marks, no CNP, every QP at a constant rate its path carries,
   // no DCQCN rate change due) to the next event, advancing every counter by rate x time,

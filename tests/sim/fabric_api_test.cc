@@ -470,8 +470,7 @@ TEST(Scenario, UnknownOrUnusableFieldsAreErrorsNamingTheField) {
       {R"({"rail": {"hosts": 2}, "engine": {"dcqcnPreset": "mlx"}})", "dcqcn_preset"},
       {R"({"rail": {"hosts": 2}, "queues": [{"watchdog": true, "watchdogAction": "pray"}]})",
        "watchdog_action"},
-      {R"({"rail": {"hosts": 2}, "switchModes": [{"sprayPriorities": [9]}]})",
-       "spray_priorities"},
+      {R"({"rail": {"hosts": 2}, "switchModes": [{"sprayPriorities": [9]}]})", "spray_priorities"},
       {R"({"rail": {"hosts": 2}, "queues": [{"bufferBytes": -1}]})", "buffer_bytes"},
       {R"({"rail": {"hosts": 2}, "queues": [{"ecnBySpeed": [{"speed": "fast"}]}]})",
        "ecn_by_speed[0].speed"},
@@ -484,6 +483,54 @@ TEST(Scenario, UnknownOrUnusableFieldsAreErrorsNamingTheField) {
     if (ok) ok = BuildScenarioFabric(sc, &err) != nullptr;
     EXPECT_FALSE(ok) << c.json;
     EXPECT_NE(err.find(c.names), std::string::npos) << c.json << " -> " << err;
+  }
+}
+
+// A single short flow's FCT is the ideal one (issue 17 item 3): size / line rate + (hops - 1)
+// x MTU / line rate (store and forward at each switch) + the links' propagation delays + the
+// switches' forwarding latency, to within one engine step, at any step.
+TEST(FabricApi, ShortFlowCompletesInTheIdealTimeAtAnyStep) {
+  for (TimeNs delay : {TimeNs{1000}, TimeNs{10000}}) {
+    for (TimeNs step : {TimeNs{100}, TimeNs{1000}, TimeNs{5000}}) {
+      for (int leaves : {1, 2}) {
+        loom::topology::Clos2Params c;
+        c.leaves = leaves;
+        c.spines = 1;
+        c.hosts_per_leaf = 2;
+        c.host.gpus_per_host = c.host.nics_per_host = 1;
+        c.host.nic_speed_bps = 100'000'000'000;
+        c.uplink_speed_bps = 100'000'000'000;
+        c.propagation_delay_ns = delay;
+        loom::v1::Topology t;
+        std::string err;
+        ASSERT_TRUE(loom::topology::GenerateClos2(c, &t, &err)) << err;
+        FabricOptions o;
+        o.step_ns = step;
+        o.switch_latency_ns = 600;
+        auto f = Make(t, o);
+        const std::string dst = leaves == 1 ? Nic(1) : Nic(2);
+        const int q = f->AddFlow(Nic(0), dst, 10e3);
+        f->RunUntil(200 * kNsPerUs);
+        const auto info = f->GetQp(q);
+        ASSERT_GE(info.finish_ns, 0);
+        const int links = leaves == 1 ? 2 : 4, switches = links - 1;
+        const double ideal = 10e3 * 8 / 100e9 * 1e9 + switches * o.mtu_bytes * 8 / 100e9 * 1e9 +
+                             links * static_cast<double>(delay) + switches * 600.0;
+        const double fct = static_cast<double>(info.finish_ns - info.start_ns);
+        std::printf("delay %lld ns, step %lld ns, %d links: FCT %.0f ns, ideal %.0f ns\n",
+                    static_cast<long long>(delay), static_cast<long long>(step), links, fct, ideal);
+        // The engine moves data one hop per step: where (switches - 1) steps are longer than
+        // the whole physical latency (5 us steps over 1 us links, 3 switches), the FCT is
+        // that pipeline's, within one step of ideal + (switches - 1) steps.
+        const double pipeline = (switches - 1) * static_cast<double>(step);
+        const double physical = ideal - 10e3 * 8 / 100e9 * 1e9;
+        const double expect = pipeline > physical ? ideal - physical + pipeline : ideal;
+        EXPECT_GE(fct, ideal - static_cast<double>(step))
+            << "delay " << delay << " step " << step << " links " << links;
+        EXPECT_LE(fct, expect + static_cast<double>(step))
+            << "delay " << delay << " step " << step << " links " << links;
+      }
+    }
   }
 }
 
