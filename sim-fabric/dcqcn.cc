@@ -90,6 +90,15 @@ bool DcqcnPresetByName(const std::string& name, DcqcnParams* out) {
 
 namespace {
 constexpr TimeNs kNoEvent = INT64_MAX;
+
+// x (1 - g)^n: multiplications for the few ticks of a step (the common case), pow beyond.
+double Decayed(double alpha, double g, TimeNs n) {
+  if (n <= 16) {
+    for (TimeNs i = 0; i < n; ++i) alpha *= 1 - g;
+    return alpha;
+  }
+  return alpha * std::pow(1 - g, static_cast<double>(n));
+}
 }  // namespace
 
 void DcqcnRp::Reset(const DcqcnParams& p, double line_rate_bps, TimeNs now) {
@@ -138,7 +147,7 @@ void DcqcnRp::AdvanceTo(TimeNs now) {
       next_k_ += n * p_.k_ns;
       const double decay = 1 - p_.g;
       if (p_.alpha_per_interval) {
-        alpha_ *= std::pow(decay, static_cast<double>(n));
+        alpha_ = Decayed(alpha_, p_.g, n);
       } else {
         double a = alpha_;
         if (a != 0) {
@@ -167,7 +176,7 @@ void DcqcnRp::AdvanceTo(TimeNs now) {
         // Pure decays (no CNP can arrive inside AdvanceTo) up to the next other event.
         const TimeNs lim = std::min(now, std::min(next_d_, next_t_));
         const TimeNs n = (lim - next_k_) / p_.k_ns + 1;
-        alpha_ *= std::pow(1 - p_.g, static_cast<double>(n));
+        alpha_ = Decayed(alpha_, p_.g, n);
         next_k_ += n * p_.k_ns;
       } else {
         alpha_ *= (1 - p_.g);
