@@ -158,6 +158,9 @@ struct Fabric::Impl {
   };
   struct Ingress {
     double bytes = 0;
+    // Of `bytes`, what sits in this (port, lossless priority)'s reserved headroom (not in
+    // the shared buffer).
+    double hdrm = 0;
     bool active = false, asserted = false;
     TimeNs next_refresh = 0, assert_t = 0;
     uint64_t pfc_tx = 0;
@@ -185,6 +188,8 @@ struct Fabric::Impl {
     std::vector<int> ports;
     std::map<std::string, int> port_by_iface;
     SwitchConfig cfg;
+    // Headroom reserved out of the buffer for the lossless ingress queues (bytes).
+    double reserved = 0;
     int nic = -1, leaf = -1;
     uint64_t hash_seed = 0;
     std::map<uint32_t, std::pair<std::vector<int>, uint32_t>> colors;
@@ -494,13 +499,10 @@ struct Fabric::Impl {
       pt.lossless = c.lossless_mask;
       pt.dyn_alpha = c.dynamic_alpha;
       pt.lossy_alpha = n.cfg.lossy_alpha;
-      pt.buffer = n.cfg.buffer_bytes;
       if (max_kmax == 0) max_kmax = 400e3 * speed;
       pt.xoff = c.xoff_bytes > 0 ? c.xoff_bytes : 1.25 * max_kmax;
       pt.xon = c.xon_bytes > 0 ? c.xon_bytes : std::max(0.0, pt.xoff - 4 * opt().mtu_bytes);
-      pt.headroom = c.headroom_bytes > 0 ? c.headroom_bytes
-                                         : BytesPerStep(pt.nominal_bps, 2 * pt.delay + 2 * dt()) +
-                                               2 * opt().mtu_bytes;
+      pt.headroom = c.headroom_bytes > 0 ? c.headroom_bytes : MinHeadroom(pt);
       pt.quanta_ns = static_cast<TimeNs>(c.quanta * 512.0 * 1e9 / std::max(1.0, pt.nominal_bps));
       pt.ecn_mask = 0;
       for (int pr = 0; pr < kPriorities; ++pr) {
@@ -508,6 +510,30 @@ struct Fabric::Impl {
       }
       SetCap(pt, pt.cap_bps);
     }
+    // Headroom is reserved per lossless ingress queue out of the buffer; the rest is the
+    // shared pool that dynamic thresholds divide and the lossy classes use.
+    n.reserved = 0;
+    for (int p : n.ports) {
+      const Port& pt = ports[p];
+      if (!n.is_switch || !pt.pfc_on) continue;
+      n.reserved += pt.headroom * static_cast<double>(__builtin_popcount(pt.lossless));
+    }
+    for (int p : n.ports) ports[p].buffer = std::max(0.0, n.cfg.buffer_bytes - n.reserved);
+  }
+
+  // The least headroom for port `p`: what arrives while a PAUSE takes effect, two
+  // propagation delays and two engine steps at line rate, plus two MTUs.
+  double MinHeadroom(const Port& pt) const {
+    return BytesPerStep(pt.nominal_bps, 2 * pt.delay + 2 * dt()) + 2 * opt().mtu_bytes;
+  }
+
+  // Bytes leave ingress queue `ing` of switch `node`: headroom first, then the shared pool.
+  void ReleaseIngress(int ing, int node, double x) {
+    Ingress& in = ingress[ing];
+    const double h = std::min(in.hdrm, x);
+    in.hdrm -= h;
+    in.bytes = std::max(0.0, in.bytes - x);
+    buf[node] = std::max(0.0, buf[node] - (x - h));
   }
 
   void SetCap(Port& pt, double bps) {
@@ -884,10 +910,7 @@ struct Fabric::Impl {
       q.q = std::max(0.0, q.q - hp.b);
       q.arr = std::max(0.0, q.arr - hp.in);
       const int port = hp.q / kPriorities;
-      if (hp.ing >= 0) {
-        ingress[hp.ing].bytes = std::max(0.0, ingress[hp.ing].bytes - x);
-        buf[ports[port].node] = std::max(0.0, buf[ports[port].node] - x);
-      }
+      if (hp.ing >= 0) ReleaseIngress(hp.ing, ports[port].node, x);
       if (!PortLive(port)) {
         q.drop += x;
         ports[port].out_discards += x;
@@ -912,10 +935,14 @@ struct Fabric::Impl {
       if (ip.sw) {
         double& used = buf[ip.node];
         Ingress& in = ingress[hp.ing];
+        double to_hdrm = 0;
         if (ip.pfc_on && (ip.lossless & (1u << qp.prio))) {
+          // Up to xOFF in the shared pool, the rest in this queue's reserved headroom.
           const double xoff =
               ip.dyn_alpha > 0 ? ip.dyn_alpha * std::max(0.0, ip.buffer - used) : ip.xoff;
-          accepted = std::min(x, std::max(0.0, xoff + ip.headroom - in.bytes));
+          const double to_shared = std::min(x, std::max(0.0, xoff - (in.bytes - in.hdrm)));
+          to_hdrm = std::min(x - to_shared, std::max(0.0, ip.headroom - in.hdrm));
+          accepted = to_shared + to_hdrm;
         } else {
           const Queue& q = queues[hp.q];
           const double limit = ip.lossy_alpha * std::max(0.0, ip.buffer - used);
@@ -930,7 +957,8 @@ struct Fabric::Impl {
         }
         if (accepted <= 0) return;
         in.bytes += accepted;
-        used += accepted;
+        in.hdrm += to_hdrm;
+        used += accepted - to_hdrm;
         ActivateIngress(hp.ing);
       }
     }
@@ -1592,12 +1620,7 @@ void Fabric::Impl::FlowPass() {
         hp.b = x - d;
         if (d <= 0) continue;
         const Port& pt = ports[hp.q / kPriorities];
-        if (hp.ing >= 0) {
-          double& ib = ingress[hp.ing].bytes;
-          ib = std::max(0.0, ib - d);
-          double& used = buf[pt.node];
-          used = std::max(0.0, used - d);
-        }
+        if (hp.ing >= 0) ReleaseIngress(hp.ing, pt.node, d);
         if (hp.alb >= 0) alb_bytes[hp.alb] += d;
         if (q.dropping) {
           unsteady = true;
@@ -2111,6 +2134,17 @@ std::unique_ptr<Fabric> Fabric::Create(const loom::v1::Topology& topo, const Fab
   std::unique_ptr<Fabric> fab(new Fabric(opt));
   fab->impl_ = std::make_unique<Impl>(fab.get());
   if (!fab->impl_->Build(topo, error)) return nullptr;
+  const std::string bad = DcqcnParamsError(opt.dcqcn);
+  if (!bad.empty()) {
+    *error = "dcqcn: " + bad;
+    return nullptr;
+  }
+  // The switch defaults must hold their lossless headroom (SetPfc checks the same).
+  const Status st = fab->SetPfc("*", opt.switch_defaults.pfc);
+  if (!st.ok()) {
+    *error = "switch_defaults: " + st.message();
+    return nullptr;
+  }
   return fab;
 }
 
@@ -2589,6 +2623,50 @@ double Fabric::LinkUtilization(const std::string& device, const std::string& ifa
 
 namespace {
 template <typename Fn>
+Status ForSwitches(Fabric::Impl& im, const std::string& device, Fn fn);
+
+// Applies `change` to the config of `device`'s switches, then checks the buffer can hold
+// the lossless headroom it reserves, and that an explicit headroom is at least the
+// minimum; on failure restores every config and says which field and by how much.
+template <typename Change>
+Status SetBufferConfig(Fabric::Impl& im, const std::string& device, Change change) {
+  std::vector<std::pair<int, SwitchConfig>> saved;
+  Status st = ForSwitches(im, device, [&](int n) {
+    saved.emplace_back(n, im.nodes[n].cfg);
+    change(im.nodes[n].cfg);
+    im.ApplyPortThresholds(n);
+  });
+  if (!st.ok()) return st;
+  std::string bad;
+  for (const auto& [n, cfg] : saved) {
+    const auto& node = im.nodes[n];
+    for (int p : node.ports) {
+      const auto& pt = im.ports[p];
+      const double min = im.MinHeadroom(pt);
+      if (bad.empty() && pt.pfc_on && pt.lossless && node.cfg.pfc.headroom_bytes > 0 &&
+          node.cfg.pfc.headroom_bytes < min) {
+        bad = "pfc headroom_bytes " +
+              std::to_string(static_cast<int64_t>(node.cfg.pfc.headroom_bytes)) + " on " + node.id +
+              " is below the minimum " + std::to_string(static_cast<int64_t>(std::ceil(min))) +
+              " (2 x propagation delay and 2 engine steps at line rate + 2 MTU)";
+      }
+    }
+    if (bad.empty() && node.reserved >= node.cfg.buffer_bytes) {
+      bad = "buffer_bytes " + std::to_string(static_cast<int64_t>(node.cfg.buffer_bytes)) + " on " +
+            node.id + " cannot hold the " +
+            std::to_string(static_cast<int64_t>(std::ceil(node.reserved))) +
+            " bytes of headroom its lossless ingress queues reserve";
+    }
+  }
+  if (bad.empty()) return Status::Ok();
+  for (const auto& [n, cfg] : saved) {
+    im.nodes[n].cfg = cfg;
+    im.ApplyPortThresholds(n);
+  }
+  return InvalidArgument(bad);
+}
+
+template <typename Fn>
 Status ForSwitches(Fabric::Impl& im, const std::string& device, Fn fn) {
   if (device == "*") {
     for (size_t i = 0; i < im.nodes.size(); ++i) {
@@ -2874,20 +2952,14 @@ Status Fabric::SetPfc(const std::string& device, const PfcConfig& cfg) {
   if (cfg.xon_bytes > 0 && cfg.xoff_bytes > 0 && cfg.xon_bytes > cfg.xoff_bytes) {
     return InvalidArgument("xon must not exceed xoff");
   }
-  return ForSwitches(im, device, [&](int n) {
-    im.nodes[n].cfg.pfc = cfg;
-    im.ApplyPortThresholds(n);
-  });
+  return SetBufferConfig(im, device, [&](SwitchConfig& c) { c.pfc = cfg; });
 }
 
 Status Fabric::SetBuffer(const std::string& device, double bytes) {
   Impl& im = *impl_;
   im.Touch();
   if (!(bytes > 0)) return InvalidArgument("buffer_bytes must be > 0");
-  return ForSwitches(im, device, [&](int n) {
-    im.nodes[n].cfg.buffer_bytes = bytes;
-    im.ApplyPortThresholds(n);
-  });
+  return SetBufferConfig(im, device, [&](SwitchConfig& c) { c.buffer_bytes = bytes; });
 }
 
 Status Fabric::SetWatchdog(const std::string& device, const WatchdogConfig& cfg) {

@@ -465,5 +465,53 @@ TEST(Fidelity, SameSeedGivesByteIdenticalResults) {
   EXPECT_NE(a, c);
 }
 
+// Reserved headroom (issue 17 item 4): with PFC on and headroom at or above the computed
+// minimum, the lossless class never drops, at any step and load. This tries hard: 32:1
+// and 8:1 incasts with no ECN/DCQCN (PFC alone holds them), dynamic thresholds on a small
+// shared buffer, all senders starting together.
+TEST(Fidelity, LosslessClassNeverDropsWithReservedHeadroom) {
+  for (TimeNs step : {TimeNs{100}, TimeNs{1000}, TimeNs{5000}}) {
+    for (int n : {8, 32}) {
+      for (double buffer : {8e6, 32e6}) {  // at 5 us steps 33 ports reserve ~5 MB
+        auto topo = Clos(1, 1, n + 1, 100e9, 100e9);
+        FabricOptions o;
+        o.step_ns = step;
+        o.dcqcn.enabled = false;
+        for (auto& e : o.switch_defaults.ecn) e.enabled = false;
+        o.switch_defaults.buffer_bytes = buffer;
+        o.switch_defaults.pfc.dynamic_alpha = 1.0 / 8;
+        auto f = Make(topo, o);
+        for (int i = 0; i < n; ++i) f->AddFlow(Nic(i), Nic(n), 0);
+        f->RunUntil(5 * kNsPerMs);
+        EXPECT_EQ(DropsTotal(*f), 0u) << "step " << step << " ns, " << n << ":1, buffer " << buffer;
+        EXPECT_GT(PfcTxTotal(*f), 0u);
+      }
+    }
+  }
+}
+
+// A buffer that cannot hold its lossless headroom, or a headroom below the minimum, is an
+// error naming the field (and the config stays as it was).
+TEST(Fidelity, HeadroomBelowTheMinimumOrABufferTooSmallIsRejected) {
+  auto topo = Clos(1, 1, 8, 100e9, 100e9);
+  FabricOptions o;
+  o.switch_defaults.buffer_bytes = 100e3;  // 9 ports x ~41 KB of headroom
+  std::string err;
+  EXPECT_EQ(Fabric::Create(topo, o, &err), nullptr);
+  EXPECT_NE(err.find("buffer_bytes"), std::string::npos) << err;
+  auto f = Make(topo, FabricOptions{});
+  PfcConfig pfc;
+  pfc.headroom_bytes = 1000;
+  Status st = f->SetPfc("*", pfc);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("headroom_bytes 1000"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("minimum"), std::string::npos) << st.message();
+  EXPECT_EQ(f->GetSwitchConfig("leaf0")->pfc.headroom_bytes, 0);  // unchanged
+  pfc.headroom_bytes = 200e3;
+  EXPECT_TRUE(f->SetPfc("*", pfc).ok());
+  EXPECT_FALSE(f->SetBuffer("leaf0", 1e6).ok());  // 9 x 200 KB reserved
+  EXPECT_TRUE(f->SetBuffer("leaf0", 4e6).ok());
+}
+
 }  // namespace
 }  // namespace loom::sim
