@@ -262,6 +262,7 @@ struct Fabric::Impl {
     };
     std::deque<Arrival> in_flight;
     TimeNs credit_delay = 0;
+    double path_latency_ns = 0;  // the route's physical latency (propagation, switches)
     TimeNs min_inactivity = kNever, last_send = -kNever, next_spray = 0;
     int spray_node = -1;
     std::vector<int> pfs;
@@ -1067,6 +1068,7 @@ struct Fabric::Impl {
                   opt().mtu_bytes * 8e9 / std::max(1.0, ports[path[i]].nominal_bps);
         }
       }
+      qp.path_latency_ns = phys;
       const double inherent = static_cast<double>(std::max(0, switches - 1) * dt());
       qp.credit_delay = static_cast<TimeNs>(std::max(0.0, std::round(phys - inherent)));
     }
@@ -2308,6 +2310,10 @@ QpInfo Fabric::GetQp(int id) const {
   info.cnps = qp.cnps;
   info.start_ns = qp.start_ns;
   info.finish_ns = qp.finish_ns;
+  if (qp.job < 0 && qp.total < kInf) {
+    info.ideal_fct_ns =
+        qp.total * 8e9 / std::max(1.0, im.nics[qp.src].line_bps) + qp.path_latency_ns;
+  }
   info.subflows = static_cast<int>(qp.pfs.size());
   if (!qp.last_ports.empty()) {
     for (int p : qp.last_ports[0]) {

@@ -34,6 +34,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -96,7 +97,10 @@ constexpr char kUsage[] =
     "  --gnmi-tick-ns N   snapshot period = smallest sample interval (default 1000000)\n"
     "\n"
     "outputs: DIR/links.csv (per-interface utilisation, queue depth, pause state),\n"
-    "         DIR/qps.csv (per-QP DCQCN rate), DIR/heatmap.svg, DIR/queues.svg\n"
+    "         DIR/qps.csv (per-QP DCQCN rate), DIR/queues.csv (per-queue depth: device,\n"
+    "         interface, priority; non-empty queues only), DIR/flows.csv (the scenario's\n"
+    "         flows: start, finish, bytes, FCT, ideal FCT, slowdown), DIR/heatmap.svg,\n"
+    "         DIR/queues.svg\n"
     "         (live mode: only when the run has a duration)\n";
 
 std::string Ms(loom::TimeNs ns) {
@@ -166,6 +170,39 @@ bool WriteReadyFile(const std::string& path, int port,
   const bool ok = std::fclose(f) == 0 && std::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) *error = "cannot write " + path;
   return ok;
+}
+
+// flows.csv: one row per scenario flow (in scenario order): when it started and finished,
+// its size, FCT, the ideal FCT (alone on an idle fabric) and the slowdown FCT / ideal.
+bool WriteFlowsCsv(const loom::sim::Fabric& fab, const loom::sim::LoadedScenario& sc,
+                   const std::vector<int>& qps, const std::string& path, std::string* error) {
+  std::ofstream out(path);
+  if (!out) {
+    *error = "cannot write " + path;
+    return false;
+  }
+  out << "flow,src,dst,bytes,start_us,finish_us,fct_us,ideal_fct_us,slowdown\n";
+  for (size_t i = 0; i < qps.size(); ++i) {
+    const auto& fl = sc.spec.flows(static_cast<int>(i));
+    out << i << ',' << fl.src() << ',' << fl.dst() << ',' << fl.bytes() << ',';
+    if (qps[i] < 0) {
+      out << ",,,,\n";  // not started
+      continue;
+    }
+    const auto q = fab.GetQp(qps[i]);
+    char buf[160];
+    if (q.finish_ns < 0) {
+      std::snprintf(buf, sizeof(buf), "%.3f,,,%.3f,\n", static_cast<double>(q.start_ns) / 1e3,
+                    q.ideal_fct_ns / 1e3);
+    } else {
+      const double fct = static_cast<double>(q.finish_ns - q.start_ns);
+      std::snprintf(buf, sizeof(buf), "%.3f,%.3f,%.3f,%.3f,%.4f\n",
+                    static_cast<double>(q.start_ns) / 1e3, static_cast<double>(q.finish_ns) / 1e3,
+                    fct / 1e3, q.ideal_fct_ns / 1e3, q.ideal_fct_ns > 0 ? fct / q.ideal_fct_ns : 0);
+    }
+    out << buf;
+  }
+  return true;
 }
 
 }  // namespace
@@ -390,8 +427,31 @@ int main(int argc, char** argv) {
     for (auto& t : persona_targets) t->Stop();
     if (bgp) bgp->Stop();
   }
+  // Scenario flows, in start order; each is added when its start time comes.
+  std::vector<int> flow_order(static_cast<size_t>(sc.spec.flows_size()));
+  for (size_t i = 0; i < flow_order.size(); ++i) flow_order[i] = static_cast<int>(i);
+  std::stable_sort(flow_order.begin(), flow_order.end(), [&](int a, int b) {
+    return sc.spec.flows(a).start_ns() < sc.spec.flows(b).start_ns();
+  });
+  std::vector<int> flow_qp(flow_order.size(), -1);
+  size_t next_flow = 0;
+  auto flows_done = [&] {
+    if (next_flow < flow_order.size()) return false;
+    for (int q : flow_qp) {
+      if (q >= 0 && fab->GetQp(q).finish_ns < 0) return false;
+    }
+    return true;
+  };
   while (!live && fab->now() < sc.duration_ns) {
-    if (fab->job_count() > 0 && fab->AllJobsDone()) break;
+    while (next_flow < flow_order.size() &&
+           sc.spec.flows(flow_order[next_flow]).start_ns() <= fab->now()) {
+      const auto& fl = sc.spec.flows(flow_order[next_flow]);
+      flow_qp[static_cast<size_t>(flow_order[next_flow])] =
+          fab->AddFlow(fl.src(), fl.dst(), fl.bytes(), fl.priority() ? fl.priority() : 3);
+      ++next_flow;
+    }
+    const bool jobs_done = fab->job_count() == 0 || fab->AllJobsDone();
+    if ((fab->job_count() > 0 || !flow_order.empty()) && jobs_done && flows_done()) break;
     fab->Step();
     rec.Sample();
     const int pct = static_cast<int>(100 * fab->now() / sc.duration_ns);
@@ -473,13 +533,16 @@ int main(int argc, char** argv) {
   if (!record) return 0;
   bool ok = rec.WriteLinksCsv(out_dir + "/links.csv", &error) &&
             rec.WriteQpsCsv(out_dir + "/qps.csv", &error) &&
+            rec.WriteQueuesCsv(out_dir + "/queues.csv", &error) &&
+            WriteFlowsCsv(*fab, sc, flow_qp, out_dir + "/flows.csv", &error) &&
             rec.WriteHeatmapSvg(out_dir + "/heatmap.svg", &error) &&
             rec.WriteQueueSvg(out_dir + "/queues.svg", &error);
   if (!ok) {
     std::fprintf(stderr, "loom-fabric: %s\n", error.c_str());
     return 1;
   }
-  std::printf("\nwrote %s/{links.csv,qps.csv,heatmap.svg,queues.svg} (%d samples)\n",
-              out_dir.c_str(), rec.samples());
+  std::printf(
+      "\nwrote %s/{links.csv,qps.csv,queues.csv,flows.csv,heatmap.svg,queues.svg} (%d samples)\n",
+      out_dir.c_str(), rec.samples());
   return 0;
 }

@@ -28,7 +28,8 @@ void Recorder::Sample() {
   const double span = static_cast<double>(t - last_t_);
   last_t_ = t;
   times_.push_back(t);
-  for (auto& s : links_) {
+  for (size_t li = 0; li < links_.size(); ++li) {
+    auto& s = links_[li];
     InterfaceCounters ic;
     (void)fab_->GetInterfaceCounters(s.device, s.iface, &ic);
     const double bytes = static_cast<double>(ic.out_octets) - s.last_octets;
@@ -41,6 +42,10 @@ void Recorder::Sample() {
       QueueCounters qc;
       (void)fab_->GetQueueCounters(s.device, s.iface, q, &qc);
       depth += static_cast<double>(qc.current_depth_bytes);
+      if (qc.current_depth_bytes > 0) {
+        queue_rows_.push_back(
+            {t, static_cast<int>(li), q, static_cast<float>(qc.current_depth_bytes)});
+      }
       PfcCounters pc;
       (void)fab_->GetPfcCounters(s.device, s.iface, q, &pc);
       paused = paused || pc.paused;
@@ -96,6 +101,18 @@ bool Recorder::WriteLinksCsv(const std::string& path, std::string* error) const 
       std::snprintf(buf, sizeof(buf), "%.4f,%.0f,%d", s.util[i], s.depth[i], s.paused[i]);
       out << times_[i] / 1000.0 << ',' << s.device << ',' << s.iface << ',' << buf << '\n';
     }
+  }
+  return true;
+}
+
+bool Recorder::WriteQueuesCsv(const std::string& path, std::string* error) const {
+  std::ofstream out;
+  if (!Open(path, &out, error)) return false;
+  out << "time_us,device,interface,priority,depth_bytes\n";
+  for (const auto& r : queue_rows_) {
+    const auto& s = links_[static_cast<size_t>(r.link)];
+    out << r.t / 1000.0 << ',' << s.device << ',' << s.iface << ',' << r.priority << ','
+        << static_cast<double>(r.depth) << '\n';
   }
   return true;
 }

@@ -25,6 +25,9 @@ class Recorder {
   void Sample();
   bool WriteLinksCsv(const std::string& path, std::string* error) const;
   bool WriteQpsCsv(const std::string& path, std::string* error) const;
+  // Per-queue depth over time: rows for the queues (device, interface, priority) that are
+  // not empty at a sample (a queue absent at a sample time was empty).
+  bool WriteQueuesCsv(const std::string& path, std::string* error) const;
   bool WriteHeatmapSvg(const std::string& path, std::string* error) const;
   bool WriteQueueSvg(const std::string& path, std::string* error) const;
   int samples() const { return static_cast<int>(times_.size()); }
@@ -48,6 +51,12 @@ class Recorder {
     double rate, target, send, alpha;
   };
   std::vector<QpRow> qp_rows_;
+  struct QueueRow {
+    TimeNs t;
+    int link, priority;
+    float depth;
+  };
+  std::vector<QueueRow> queue_rows_;
 };
 
 }  // namespace loom::sim

@@ -1,6 +1,7 @@
 #include "sim-fabric/scenario.h"
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "api/topology/topology_generate.h"
@@ -62,6 +63,11 @@ bool ParseScenarioJson(const std::string& json, const std::string& base_dir, Loa
     if (r.spines()) rp.spines = r.spines();
     if (r.links_per_spine()) rp.links_per_spine = r.links_per_spine();
     if (r.gpus_per_host()) rp.host.gpus_per_host = rp.host.nics_per_host = r.gpus_per_host();
+    if (r.propagation_delay_ns() < 0) {
+      *error = "scenario.rail.propagation_delay_ns: must be >= 0";
+      return false;
+    }
+    if (r.propagation_delay_ns() > 0) rp.propagation_delay_ns = r.propagation_delay_ns();
     if (!r.nic_speed().empty() && !ParseBitRate(r.nic_speed(), &rp.host.nic_speed_bps)) {
       *error = "scenario.rail.nic_speed: not a bit rate";
       return false;
@@ -91,6 +97,43 @@ bool ParseScenarioJson(const std::string& json, const std::string& base_dir, Loa
       return false;
     }
     o.mtu_bytes = e.mtu_bytes();
+  }
+  if (e.switch_latency_ns() < 0) {
+    *error = "scenario.engine.switch_latency_ns: must be >= 0";
+    return false;
+  }
+  o.switch_latency_ns = e.switch_latency_ns();
+  std::set<std::string> endpoints;
+  for (const auto& d : out->topology.devices()) {
+    if (d.role() == loom::v1::DEVICE_ROLE_NIC) endpoints.insert(d.id());
+  }
+  for (const auto& g : out->topology.gpus()) endpoints.insert(g.id());
+  for (int i = 0; i < s.flows_size(); ++i) {
+    const auto& fl = s.flows(i);
+    const std::string where = "scenario.flows[" + std::to_string(i) + "]";
+    for (const auto& [field, id] : {std::pair<const char*, std::string>{"src", fl.src()},
+                                    std::pair<const char*, std::string>{"dst", fl.dst()}}) {
+      if (!endpoints.count(id)) {
+        *error = where + "." + field + ": no NIC or GPU '" + id + "' in the topology";
+        return false;
+      }
+    }
+    if (fl.src() == fl.dst()) {
+      *error = where + ".dst: same as src";
+      return false;
+    }
+    if (!(fl.bytes() > 0)) {
+      *error = where + ".bytes: must be > 0";
+      return false;
+    }
+    if (fl.start_ns() < 0) {
+      *error = where + ".start_ns: must be >= 0";
+      return false;
+    }
+    if (fl.priority() < 0 || fl.priority() >= kPriorities) {
+      *error = where + ".priority: 0..7";
+      return false;
+    }
   }
   if (e.nic_reorder() == "tolerant") {
     o.nic_reorder = ReorderMode::kTolerant;

@@ -239,6 +239,9 @@ struct QpInfo {
   // AddFlow flows: when added, and when the last byte arrived (the end of that engine step;
   // -1 = not yet, and always for job QPs).
   TimeNs start_ns = 0, finish_ns = -1;
+  // AddFlow flows of a given size: alone on an idle fabric, size / line rate + its path's
+  // propagation, switch latencies and store and forward (-1: not applicable).
+  double ideal_fct_ns = -1;
 };
 
 }  // namespace loom::sim

@@ -475,6 +475,13 @@ TEST(Scenario, UnknownOrUnusableFieldsAreErrorsNamingTheField) {
       {R"({"rail": {"hosts": 2}, "queues": [{"ecnBySpeed": [{"speed": "fast"}]}]})",
        "ecn_by_speed[0].speed"},
       {R"({"rail": {"hosts": 2}, "dcqcn": [{"decreaseIntervalNs": -4}]})", "decrease_interval_ns"},
+      {R"({"rail": {"hosts": 2}, "flows": [{"src": "nope", "dst": "host001-nic0", "bytes": 1}]})",
+       "flows[0].src"},
+      {R"({"rail": {"hosts": 2}, "flows": [{"src": "host000-nic0", "dst": "host001-nic0"}]})",
+       "flows[0].bytes"},
+      {R"({"rail": {"hosts": 2}, "engine": {"switchLatencyNs": -1}})", "switch_latency_ns"},
+      {R"({"rail": {"hosts": 2, "propagationDelayNs": -5}})", "propagation_delay_ns"},
+      {R"({"rail": {"hosts": 2}, "queues": [{"pfcHeadroomBytes": 10}]})", "headroom_bytes"},
   };
   for (const auto& c : cases) {
     LoadedScenario sc;
