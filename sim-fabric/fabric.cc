@@ -627,7 +627,7 @@ Status SetBufferConfig(Fabric::Impl& im, const std::string& device, Change chang
               " (2 x propagation delay and 2 engine steps at line rate + 2 MTU)";
       }
     }
-    if (bad.empty() && node.reserved >= node.cfg.buffer_bytes) {
+    if (bad.empty() && node.cfg.buffer_bytes > 0 && node.reserved >= node.cfg.buffer_bytes) {
       bad = "buffer_bytes " + std::to_string(static_cast<int64_t>(node.cfg.buffer_bytes)) + " on " +
             node.id + " cannot hold the " +
             std::to_string(static_cast<int64_t>(std::ceil(node.reserved))) +

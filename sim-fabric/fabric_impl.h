@@ -451,7 +451,8 @@ struct Fabric::Impl {
       if (!n.is_switch || !pt.pfc_on) continue;
       n.reserved += pt.headroom * static_cast<double>(__builtin_popcount(pt.lossless));
     }
-    for (int p : n.ports) ports[p].buffer = std::max(0.0, n.cfg.buffer_bytes - n.reserved);
+    const double total = n.cfg.buffer_bytes > 0 ? n.cfg.buffer_bytes : n.reserved + 64e6;
+    for (int p : n.ports) ports[p].buffer = std::max(0.0, total - n.reserved);
   }
 
   // The least headroom for port `p`: what arrives while a PAUSE takes effect, two

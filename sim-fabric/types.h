@@ -84,7 +84,9 @@ struct DlbProfile {
 
 // Per-switch settings.
 struct SwitchConfig {
-  double buffer_bytes = 64e6;
+  // Packet buffer; 0 = auto: the headroom the lossless ingress queues reserve plus 64 MB
+  // shared (a switch with more ports has more buffer).
+  double buffer_bytes = 0;
   std::array<EcnConfig, kPriorities> ecn{};
   PfcConfig pfc;
   WatchdogConfig watchdog;

@@ -511,6 +511,11 @@ TEST(Fidelity, HeadroomBelowTheMinimumOrABufferTooSmallIsRejected) {
   EXPECT_TRUE(f->SetPfc("*", pfc).ok());
   EXPECT_FALSE(f->SetBuffer("leaf0", 1e6).ok());  // 9 x 200 KB reserved
   EXPECT_TRUE(f->SetBuffer("leaf0", 4e6).ok());
+  // The default buffer (0 = auto) is the reserved headroom plus 64 MB: a 201-port 400G switch
+  // at 5 us steps reserves ~112 MB and still builds.
+  FabricOptions big;
+  big.step_ns = 5000;
+  EXPECT_NE(Fabric::Create(Clos(1, 1, 200, 400e9, 400e9), big, &err), nullptr) << err;
 }
 
 }  // namespace
