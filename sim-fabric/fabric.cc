@@ -776,6 +776,40 @@ Status Fabric::SetEcmpWeights(const std::string& device, const std::string& dest
   return Status::Ok();
 }
 
+Status Fabric::SetStaticRoute(const std::string& device, const std::string& dest_leaf,
+                              const std::vector<std::string>& interfaces) {
+  Impl& im = *impl_;
+  im.Touch();
+  GroupRef g;
+  Status s = ResolveGroup(im, device, dest_leaf, &g);
+  if (!s.ok()) return s;
+  const int64_t key = im.GroupKey(g.node, g.leaf);
+  if (interfaces.empty()) {
+    im.static_routes.erase(key);
+  } else {
+    std::vector<int> ps;
+    for (const auto& iface : interfaces) {
+      auto it = im.nodes[g.node].port_by_iface.find(iface);
+      if (it == im.nodes[g.node].port_by_iface.end()) {
+        return NotFound("no interface " + device + ":" + iface);
+      }
+      if (!im.nodes[im.ports[it->second].peer_node].is_switch) {
+        return InvalidArgument(device + ":" + iface + " does not lead to a switch");
+      }
+      ps.push_back(it->second);
+    }
+    im.static_routes[key] = std::move(ps);
+  }
+  im.routing_dirty = true;
+  return Status::Ok();
+}
+
+void Fabric::SetUpDownRouting(bool on) {
+  impl_->Touch();
+  impl_->up_down = on;
+  impl_->routing_dirty = true;
+}
+
 Status Fabric::SetColor(const std::string& device, uint32_t color, const ColorConfig& cfg) {
   Impl& im = *impl_;
   im.Touch();

@@ -202,6 +202,17 @@ class Fabric {
   // Weighted ECMP for group (device, dest): interface -> weight (GLB). Empty = clear.
   Status SetEcmpWeights(const std::string& device, const std::string& dest,
                         const std::map<std::string, double>& weights);
+  // Static route: at switch `device`, traffic towards leaf `dest_leaf` leaves by
+  // `interfaces` (ECMP over the live ones; links to switches) instead of the shortest-path
+  // members; empty `interfaces` removes it. A route may be non-minimal (down to another
+  // leaf and up again: a scenario can build a cyclic buffer dependency); a path that loops
+  // is unreachable. Colors, DLB and weights then choose among these members.
+  Status SetStaticRoute(const std::string& device, const std::string& dest_leaf,
+                        const std::vector<std::string>& interfaces);
+  // Up-down routing: static routes keep only their minimal next hops (in a Clos every
+  // shortest path goes up, then down, so no cyclic buffer dependency can form); a static
+  // route left with none falls back to the shortest-path members.
+  void SetUpDownRouting(bool on);
   Status SetColor(const std::string& device, uint32_t color, const ColorConfig& cfg);
   Status RemoveColor(const std::string& device, uint32_t color);
   // Colors the traffic of a job (0 = uncolored).

@@ -260,6 +260,11 @@ struct Fabric::Impl {
   std::vector<std::vector<int>> group_cache;
   std::vector<char> group_valid;
   std::map<int64_t, GroupCfg> groups;
+  // Static routes (SetStaticRoute): GroupKey(switch, destination leaf) -> egress ports, in
+  // place of the shortest-path members; `up_down` keeps only their minimal next hops (a
+  // Clos's shortest paths go up, then down: no cyclic buffer dependency).
+  std::map<int64_t, std::vector<int>> static_routes;
+  bool up_down = false;
   std::vector<double> alb_bytes;
   // Per bucket slot (parallel to alb_bytes): when bytes last arrived for the bucket (kDlbAlb:
   // a bucket is idle, and DLB may re-choose its member, after the inactivity time).
@@ -515,7 +520,16 @@ struct Fabric::Impl {
       auto& g = group_cache[k];
       g.clear();
       const int* d = &dist[static_cast<size_t>(leaf) * nodes.size()];
-      if (d[node] > 0) {
+      auto sr = static_routes.find(GroupKey(node, leaf));
+      if (sr != static_routes.end()) {
+        for (int p : sr->second) {
+          const int v = ports[p].peer_node;
+          if (!nodes[v].is_switch || !PortLive(p)) continue;
+          if (up_down && !(d[node] > 0 && d[v] == d[node] - 1)) continue;
+          g.push_back(p);
+        }
+      }
+      if (g.empty() && d[node] > 0) {
         for (int p : nodes[node].ports) {
           const int v = ports[p].peer_node;
           if (nodes[v].is_switch && PortLive(p) && d[v] == d[node] - 1) g.push_back(p);

@@ -98,6 +98,10 @@ bool ParseScenarioJson(const std::string& json, const std::string& base_dir, Loa
     }
     o.mtu_bytes = e.mtu_bytes();
   }
+  if (!e.routing().empty() && e.routing() != "static" && e.routing() != "up-down") {
+    *error = "scenario.engine.routing: unknown '" + e.routing() + "', want static or up-down";
+    return false;
+  }
   if (e.switch_latency_ns() < 0) {
     *error = "scenario.engine.switch_latency_ns: must be >= 0";
     return false;
@@ -329,6 +333,20 @@ std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::strin
       if (!Check(fab->SetEcmpWeights(dev, m.dest(), w), where, error)) return nullptr;
     }
   }
+  for (int i = 0; i < s.static_routes_size(); ++i) {
+    const auto& r = s.static_routes(i);
+    const std::string where = "static_routes[" + std::to_string(i) + "]";
+    if (r.interfaces_size() == 0) {
+      *error = where + ".interfaces: at least one";
+      return nullptr;
+    }
+    if (!Check(fab->SetStaticRoute(r.device(), r.dest(),
+                                   {r.interfaces().begin(), r.interfaces().end()}),
+               where, error)) {
+      return nullptr;
+    }
+  }
+  fab->SetUpDownRouting(s.engine().routing() == "up-down");
   for (int i = 0; i < s.colors_size(); ++i) {
     const auto& c = s.colors(i);
     ColorConfig cc;

@@ -480,6 +480,12 @@ TEST(Scenario, UnknownOrUnusableFieldsAreErrorsNamingTheField) {
       {R"({"rail": {"hosts": 2}, "flows": [{"src": "host000-nic0", "dst": "host001-nic0"}]})",
        "flows[0].bytes"},
       {R"({"rail": {"hosts": 2}, "engine": {"switchLatencyNs": -1}})", "switch_latency_ns"},
+      {R"({"rail": {"hosts": 2}, "engine": {"routing": "shortest"}})", "engine.routing"},
+      {R"({"rail": {"hosts": 2}, "staticRoutes": [{"device": "nope", "dest": "x",
+          "interfaces": ["Ethernet0"]}]})",
+       "static_routes[0]"},
+      {R"({"rail": {"hosts": 2}, "staticRoutes": [{"device": "spine0"}]})",
+       "static_routes[0].interfaces"},
       {R"({"rail": {"hosts": 2, "propagationDelayNs": -5}})", "propagation_delay_ns"},
       {R"({"rail": {"hosts": 2}, "queues": [{"pfcHeadroomBytes": 10}]})", "headroom_bytes"},
   };
