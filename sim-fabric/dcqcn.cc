@@ -160,8 +160,10 @@ void DcqcnRp::AdvanceTo(TimeNs now) {
       next_d_ += ((now - next_d_) / p_.decrease_interval_ns + 1) * p_.decrease_interval_ns;
     return;
   }
-  // Events in time order; at equal instants alpha first, then the decrease check, then
-  // the rate timer (ns-3 schedules the decrease check 1 ns after the alpha update).
+  // Events in time order; at equal instants alpha first, then the rate timer, then the
+  // decrease check (ns-3 runs same-instant events in the order they were scheduled: the
+  // decrease check is 1 ns after the alpha update, and the rate timer, re-armed at a cut,
+  // lands on the decrease grid but was scheduled before that check).
   while (true) {
     const TimeNs next = std::min(next_k_, std::min(next_d_, next_t_));
     if (next > now) return;
@@ -184,23 +186,23 @@ void DcqcnRp::AdvanceTo(TimeNs now) {
       }
       continue;
     }
-    if (next_d_ == next) {
-      if (dec_flag_) {
-        CollectedCut(next_d_);
-        next_d_ += p_.decrease_interval_ns;
+    if (next_t_ == next) {
+      if (p_.b_bytes > 0) {
+        ++t_;
+        Increase();
       } else {
-        next_d_ += ((now - next_d_) / p_.decrease_interval_ns + 1) * p_.decrease_interval_ns;
+        Increase();  // staged by the timer alone: the stage before this event
+        ++t_;
       }
+      next_t_ += p_.t_ns;
       continue;
     }
-    if (p_.b_bytes > 0) {
-      ++t_;
-      Increase();
+    if (dec_flag_) {
+      CollectedCut(next_d_);
+      next_d_ += p_.decrease_interval_ns;
     } else {
-      Increase();  // staged by the timer alone: the stage before this event
-      ++t_;
+      next_d_ += ((now - next_d_) / p_.decrease_interval_ns + 1) * p_.decrease_interval_ns;
     }
-    next_t_ += p_.t_ns;
   }
 }
 

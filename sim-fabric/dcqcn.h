@@ -27,7 +27,8 @@
 //   RC = RT = first_cnp_rate_fraction x RC, and starts the alpha and decrease clocks.
 //   Every K ns:          alpha <- (1-g)*alpha + g if a CNP arrived since the last tick,
 //                        else (1-g)*alpha.
-//   Every D ns (D = decrease_interval_ns, 1 ns after the alpha tick): if a CNP arrived
+//   Every D ns (D = decrease_interval_ns, 1 ns after the alpha tick; after a rate timer
+//   event due at the same instant): if a CNP arrived
 //                        since the last check: RT <- RC unless clamp_target_rate is off
 //                        and RC was not increased since the last cut; RC <- RC*(1-alpha/2);
 //                        timer stage = 0; the rate timer restarts.

@@ -1036,6 +1036,15 @@ std::vector<std::string> Fabric::GroupMembers(const std::string& device, const s
   GroupRef g;
   if (!ResolveGroup(im, device, dest, &g).ok()) return out;
   if (im.dist.empty()) im.RecomputeDistances();
+  if (im.routing_dirty) {
+    // A configuration change not applied by a step yet (static routes, links, colors):
+    // the members as the next step will use them.
+    im.routing_dirty = false;
+    im.RecomputeDistances();
+    for (auto& qp : im.qps) {
+      if (qp.routed && !qp.local) im.Route(qp, true);
+    }
+  }
   for (int p : im.Group(g.node, g.leaf)) out.push_back(im.ports[p].iface);
   return out;
 }

@@ -190,7 +190,7 @@ struct Fabric::Impl {
     // step already takes): credited at `due`. credit_delay is set with the route.
     struct Arrival {
       TimeNs due;
-      double bytes, marked;
+      double bytes, arrived, marked;  // kept, on the wire, ECN-marked
     };
     std::deque<Arrival> in_flight;
     TimeNs credit_delay = 0;
@@ -1095,7 +1095,7 @@ struct Fabric::Impl {
   void WatchdogPoll();
   [[gnu::always_inline]] inline void Deliver(Qp& qp);
   inline void CreditDue(Qp& qp);
-  inline void Credit(Qp& qp, double got, double marked);
+  inline void Credit(Qp& qp, double got, double arrived, double marked);
   void OnPfcFrame(int qi, int quanta);
   void SendPfc(int ing_idx, int quanta);
   void StartIteration(int job);

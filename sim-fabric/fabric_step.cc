@@ -134,6 +134,9 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
       }
     }
   }
+  // What arrived (wire bytes; marked packets raise CNPs even when discarded, as a NACK
+  // carries the CNP bit) and what the QP keeps.
+  const double arrived = got;
   if (discarded > 0) {
     unsteady = true;
     got -= discarded;
@@ -144,11 +147,11 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
     }
   }
   if (qp.credit_delay > 0) {
-    qp.in_flight.push_back({now() + qp.credit_delay, got, marked});
+    qp.in_flight.push_back({now() + qp.credit_delay, got, arrived, marked});
     CreditDue(qp);
     return;
   }
-  Credit(qp, got, marked);
+  Credit(qp, got, arrived, marked);
 }
 
 inline void Fabric::Impl::CreditDue(Qp& qp) {
@@ -157,16 +160,17 @@ inline void Fabric::Impl::CreditDue(Qp& qp) {
   while (!qp.in_flight.empty() && qp.in_flight.front().due < now() + dt()) {
     const Qp::Arrival a = qp.in_flight.front();
     qp.in_flight.pop_front();
-    Credit(qp, a.bytes, a.marked);
+    Credit(qp, a.bytes, a.arrived, a.marked);
   }
 }
 
-// Bytes (and the marked part of them) reach the receiving NIC: progress, completion, and
-// the notification point.
-inline void Fabric::Impl::Credit(Qp& qp, double got, double marked) {
+// Bytes reach the receiving NIC: `arrived` on the wire, `marked` of them ECN-marked, `got`
+// of them kept (a go-back-N NIC discards what overtook): progress, completion, and the
+// notification point.
+inline void Fabric::Impl::Credit(Qp& qp, double got, double arrived, double marked) {
   const double mtu = opt().mtu_bytes;
   Nic& dn = nics[qp.dst];
-  dn.rx += got;
+  dn.rx += arrived;
   qp.delivered += got;
   qp.lifetime_delivered += got;
   TransferProgress(qp, got);
@@ -175,7 +179,7 @@ inline void Fabric::Impl::Credit(Qp& qp, double got, double marked) {
   }
   if (marked <= 0) return;
   unsteady = true;
-  const double pkts = got / mtu, mpkts = marked / mtu;
+  const double pkts = arrived / mtu, mpkts = marked / mtu;
   dn.np_marked += mpkts;
   const DcqcnParams& np = dn.params;
   int cnps = 0;
@@ -184,7 +188,7 @@ inline void Fabric::Impl::Credit(Qp& qp, double got, double marked) {
     cnps = static_cast<int>(std::min(16.0, std::floor(qp.mark_acc)));
     qp.mark_acc -= std::floor(qp.mark_acc);
   } else if (now() - qp.last_cnp >= np.cnp_interval_ns) {
-    const double pm = marked / got;
+    const double pm = std::min(1.0, marked / arrived);
     const double p_any = 1 - std::pow(1 - pm, pkts);
     if (rng.Uniform() < p_any) cnps = 1;
   }

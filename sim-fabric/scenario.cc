@@ -1,6 +1,7 @@
 #include "sim-fabric/scenario.h"
 
 #include <fstream>
+#include <initializer_list>
 #include <set>
 #include <sstream>
 
@@ -221,10 +222,6 @@ std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::strin
       return nullptr;
     }
     SwitchConfig cfg = *base;
-    if (q.buffer_bytes() != 0 &&
-        !Check(fab->SetBuffer(dev, q.buffer_bytes()), where + ".buffer_bytes", error)) {
-      return nullptr;
-    }
     for (int p = 0; p < kPriorities; ++p) {
       EcnConfig e = cfg.ecn[p];
       if (q.ecn_kmin_bytes() > 0) e.kmin_bytes = q.ecn_kmin_bytes();
@@ -262,7 +259,25 @@ std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::strin
         pfc.lossless_mask |= static_cast<uint8_t>(1u << p);
       }
     }
-    if (!Check(fab->SetPfc(dev, pfc), where, error)) return nullptr;
+    // The buffer and the headroom it must hold are one check: apply the PFC settings first
+    // (with the old buffer) and then the buffer, or the other way round when the new
+    // headroom only fits the new buffer.
+    Status pst = fab->SetPfc(dev, pfc);
+    if (pst.ok()) {
+      if (q.buffer_bytes() != 0 &&
+          !Check(fab->SetBuffer(dev, q.buffer_bytes()), where + ".buffer_bytes", error)) {
+        return nullptr;
+      }
+    } else {
+      if (q.buffer_bytes() == 0) {
+        *error = where + ": " + pst.message();
+        return nullptr;
+      }
+      if (!Check(fab->SetBuffer(dev, q.buffer_bytes()), where + ".buffer_bytes", error) ||
+          !Check(fab->SetPfc(dev, pfc), where, error)) {
+        return nullptr;
+      }
+    }
     if (q.watchdog()) {
       WatchdogConfig wd;
       wd.enabled = true;
@@ -360,6 +375,20 @@ std::unique_ptr<Fabric> BuildScenarioFabric(const LoadedScenario& sc, std::strin
   for (int i = 0; i < s.dcqcn_size(); ++i) {
     const auto& d = s.dcqcn(i);
     DcqcnParams p = sc.options.dcqcn;
+    for (const auto& [field, v] : std::initializer_list<std::pair<const char*, double>>{
+             {"rai_bps", d.rai_bps()},
+             {"rhai_bps", d.rhai_bps()},
+             {"g", d.g()},
+             {"t_ns", static_cast<double>(d.t_ns())},
+             {"k_ns", static_cast<double>(d.k_ns())},
+             {"f", static_cast<double>(d.f())},
+             {"min_rate_bps", d.min_rate_bps()},
+             {"first_cnp_rate_fraction", d.first_cnp_rate_fraction()}}) {
+      if (v < 0) {
+        *error = "dcqcn[" + std::to_string(i) + "]." + field + ": must be >= 0 (0 = keep)";
+        return nullptr;
+      }
+    }
     if (d.rai_bps() > 0) p.rai_bps = d.rai_bps();
     if (d.rhai_bps() > 0) p.rhai_bps = d.rhai_bps();
     if (d.g() > 0) p.g = d.g();

@@ -167,6 +167,23 @@ TEST(DcqcnRp, Ns3MlxFollowsThePacketLevelModel) {
   EXPECT_NEAR(rp.rate_bps(), (rc3 + 100e9) / 2, 1e3);
 }
 
+// The rate timer, re-armed at a cut, lands on the 4 us decrease grid; ns-3 runs it before
+// the decrease check due at the same instant (it was scheduled first), so a CNP collected
+// meanwhile finds RC just raised: RT is clamped to it, then RC is cut.
+TEST(DcqcnRp, Ns3MlxRateTimerRunsBeforeTheDecreaseCheckAtTheSameInstant) {
+  DcqcnRp rp(Ns3MlxDcqcnParams(), 100e9, 0);
+  ASSERT_TRUE(rp.OnCnp(0));
+  rp.AdvanceTo(4'001);  // the first cut
+  const double rc1 = rp.rate_bps();
+  ASSERT_LT(rc1, 60e9);
+  rp.AdvanceTo(302'001);
+  ASSERT_TRUE(rp.OnCnp(302'001));
+  rp.AdvanceTo(304'001);                      // timer (4,001 + 300 us) and decrease check coincide
+  const double raised = (rc1 + 100e9) / 2;    // fast recovery first
+  EXPECT_NEAR(rp.target_bps(), raised, 1e3);  // clamped: RC rose since the last cut
+  EXPECT_LT(rp.rate_bps(), raised);           // then cut
+}
+
 TEST(DcqcnRp, HyperIncreaseByTheTimerAloneAddsRhaiPerEvent) {
   DcqcnParams p = Ns3MlxDcqcnParams();
   DcqcnRp rp(p, 100e9, 0);

@@ -405,6 +405,30 @@ ReorderRun RunSprayWithCrossTraffic(ReorderMode mode) {
   return r;
 }
 
+// With the paper's notification point (a CNP per interval, drawn from the marked share of
+// what arrived) go-back-N discards must not hide the marks: discarded marked packets still
+// raise CNPs (a NACK carries the CNP bit), so go-back-N NICs never come out ahead.
+TEST(FabricApi, GoBackNDiscardsKeepTheirCnpsWithThePapersNotificationPoint) {
+  auto run = [](ReorderMode mode) {
+    auto topo = Clos(2, 2, 5, 100e9, 60e9);  // leaf0: host000-004, leaf1: host005-009
+    FabricOptions o;
+    o.dcqcn = PaperDcqcnParams();
+    o.nic_reorder = mode;
+    auto f = Make(topo, o);
+    EXPECT_TRUE(f->SetSprayPriorities("leaf0", 1u << 3).ok());
+    std::vector<int> q;
+    for (int i = 0; i < 4; ++i) q.push_back(f->AddFlow(Nic(i), Nic(5), 0));
+    f->AddFlow(Nic(4), Nic(6), 0, /*priority=*/2);
+    f->RunUntil(5 * kNsPerMs);
+    double d = 0;
+    for (int x : q) d += f->GetQp(x).delivered_bytes;
+    return d * 8 / 5e-3 / 1e9;
+  };
+  const double gbn = run(ReorderMode::kGoBackN), tol = run(ReorderMode::kTolerant);
+  std::printf("4:1 sprayed incast, paper RP: go-back-N %.1f Gb/s, tolerant %.1f Gb/s\n", gbn, tol);
+  EXPECT_LE(gbn, tol * 1.001);
+}
+
 TEST(FabricApi, GoBackNNicsPayForSprayedReorderingTolerantOnesDoNot) {
   const ReorderRun gbn = RunSprayWithCrossTraffic(ReorderMode::kGoBackN);
   const ReorderRun tol = RunSprayWithCrossTraffic(ReorderMode::kTolerant);
@@ -458,6 +482,28 @@ TEST(Scenario, AppliesBufferMtuReorderEcnPerSpeedAndDcqcnRules) {
   (void)leaf;
 }
 
+// A queues[] entry that lowers the headroom and the buffer together is applied as one:
+// the smaller buffer is checked against the smaller reservation.
+TEST(Scenario, BufferAndHeadroomOfOneEntryAreCheckedTogether) {
+  LoadedScenario sc;
+  std::string err;
+  ASSERT_TRUE(ParseScenarioJson(R"({
+      "rail": {"hosts": 2, "gpusPerHost": 2},
+      "queues": [{"device": "*", "pfcHeadroomBytes": 1000000, "bufferBytes": 100000000},
+                 {"device": "*", "pfcHeadroomBytes": 200000, "bufferBytes": 10000000}]
+  })",
+                                ".", &sc, &err))
+      << err;
+  auto f = BuildScenarioFabric(sc, &err);
+  ASSERT_NE(f, nullptr) << err;
+  for (const auto& d : f->Devices()) {
+    const SwitchConfig* c = f->GetSwitchConfig(d);
+    if (c != nullptr) {
+      EXPECT_EQ(c->buffer_bytes, 10e6) << d;
+    }
+  }
+}
+
 TEST(Scenario, UnknownOrUnusableFieldsAreErrorsNamingTheField) {
   struct Case {
     const char* json;
@@ -481,6 +527,7 @@ TEST(Scenario, UnknownOrUnusableFieldsAreErrorsNamingTheField) {
        "flows[0].bytes"},
       {R"({"rail": {"hosts": 2}, "engine": {"switchLatencyNs": -1}})", "switch_latency_ns"},
       {R"({"rail": {"hosts": 2}, "engine": {"routing": "shortest"}})", "engine.routing"},
+      {R"({"rail": {"hosts": 2}, "dcqcn": [{"tNs": -5}]})", "dcqcn[0].t_ns"},
       {R"({"rail": {"hosts": 2}, "staticRoutes": [{"device": "nope", "dest": "x",
           "interfaces": ["Ethernet0"]}]})",
        "static_routes[0]"},

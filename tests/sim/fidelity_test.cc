@@ -540,6 +540,8 @@ CbdRun RunCyclicRoutes(bool up_down) {
   auto f = Make(topo, o);
   auto to = [&](const std::string& a, const std::string& b) { return IfaceTo(topo, a, b); };
   EXPECT_TRUE(f->SetStaticRoute("spine0", "leaf3", {to("spine0", "leaf2")}).ok());
+  // Visible at once, before the next step.
+  EXPECT_EQ(f->GroupMembers("spine0", "leaf3"), std::vector<std::string>{to("spine0", "leaf2")});
   EXPECT_TRUE(f->SetStaticRoute("leaf2", "leaf3", {to("leaf2", "spine1")}).ok());
   EXPECT_TRUE(f->SetStaticRoute("leaf0", "leaf3", {to("leaf0", "spine0")}).ok());
   EXPECT_TRUE(f->SetStaticRoute("spine1", "leaf2", {to("spine1", "leaf3")}).ok());
