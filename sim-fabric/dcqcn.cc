@@ -198,7 +198,7 @@ void DcqcnRp::AdvanceTo(TimeNs now) {
       continue;
     }
     if (dec_flag_) {
-      CollectedCut(next_d_);
+      Cut(next_d_);
       next_d_ += p_.decrease_interval_ns;
     } else {
       next_d_ += ((now - next_d_) / p_.decrease_interval_ns + 1) * p_.decrease_interval_ns;
@@ -224,29 +224,22 @@ bool DcqcnRp::OnCnp(TimeNs now) {
     if (first || next_d_ == kNoEvent) next_d_ = now + p_.decrease_interval_ns + 1;
     return true;
   }
-  last_cut_ = now;
-  if (p_.clamp_target_rate || t_ > 0 || b_ > 0) rt_ = rc_;
-  double cut = rc_ * (1 - alpha_ / 2);
-  cut = std::max(cut, rc_ * (1 - p_.max_cut_fraction));
-  rc_ = std::max(cut, p_.min_rate_bps);
-  if (!p_.alpha_per_interval) {
-    alpha_ = (1 - p_.g) * alpha_ + p_.g;
-    next_k_ = now + p_.k_ns;
-  }
-  t_ = b_ = 0;
-  byte_acc_ = 0;
-  next_t_ = now + p_.t_ns;
+  Cut(now);
   return true;
 }
 
-void DcqcnRp::CollectedCut(TimeNs now) {
+// One rate cut (a CNP at once, or the collected ones at a decrease check).
+void DcqcnRp::Cut(TimeNs now) {
   last_cut_ = now;
   dec_flag_ = false;
   if (p_.clamp_target_rate || t_ > 0 || b_ > 0) rt_ = rc_;
   double cut = rc_ * (1 - alpha_ / 2);
   cut = std::max(cut, rc_ * (1 - p_.max_cut_fraction));
   rc_ = std::max(cut, p_.min_rate_bps);
-  if (!p_.alpha_per_interval) alpha_ = (1 - p_.g) * alpha_ + p_.g;
+  if (!p_.alpha_per_interval) {  // alpha rises at each cut, decays every K without one
+    alpha_ = (1 - p_.g) * alpha_ + p_.g;
+    next_k_ = now + p_.k_ns;
+  }
   t_ = b_ = 0;
   byte_acc_ = 0;
   next_t_ = now + p_.t_ns;

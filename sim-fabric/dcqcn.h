@@ -149,9 +149,8 @@ class DcqcnRp {
  private:
   void Increase();
   void ByteCounterEvents();
-  // The collected-CNP model (decrease_interval_ns > 0).
-  void AdvanceCollected(TimeNs now);
-  void CollectedCut(TimeNs now);
+  // One rate cut: a CNP at once, or the collected ones at a decrease check.
+  void Cut(TimeNs now);
   // Increase() is a no-op here (RT + anything is capped at line, (RT + RC) / 2 == line).
   bool AtLineRate() const { return rc_ == line_ && rt_ == line_ && p_.min_rate_bps <= line_; }
 
