@@ -972,6 +972,27 @@ Status Fabric::SetBuffer(const std::string& device, double bytes) {
   return SetBufferConfig(im, device, [&](SwitchConfig& c) { c.buffer_bytes = bytes; });
 }
 
+Status Fabric::GetBufferInfo(const std::string& device, BufferInfo* out) const {
+  const Impl& im = *impl_;
+  auto it = im.node_by_id.find(device);
+  if (it == im.node_by_id.end() || !im.nodes[it->second].is_switch) {
+    return NotFound("no switch " + device);
+  }
+  const auto& n = im.nodes[it->second];
+  *out = {};
+  out->reserved_bytes = n.reserved;
+  for (int p : n.ports) {
+    const auto& pt = im.ports[p];
+    out->shared_bytes = pt.buffer;
+    if (!pt.pfc_on || !pt.lossless) continue;
+    out->lossless_queues += __builtin_popcount(pt.lossless);
+    out->headroom_bytes = std::max(out->headroom_bytes, pt.headroom);
+    out->min_headroom_bytes = std::max(out->min_headroom_bytes, im.MinHeadroom(pt));
+  }
+  out->buffer_bytes = out->shared_bytes + out->reserved_bytes;
+  return Status::Ok();
+}
+
 Status Fabric::SetWatchdog(const std::string& device, const WatchdogConfig& cfg) {
   Impl& im = *impl_;
   im.Touch();

@@ -247,6 +247,9 @@ class Fabric {
   Status SetPfc(const std::string& device, const PfcConfig& cfg);
   // The shared packet buffer of `device` (or "*"), bytes (dynamic thresholds use it).
   Status SetBuffer(const std::string& device, double bytes);
+  // How switch `device`'s buffer divides into reserved headroom and the shared pool, and
+  // the minimum headroom its ports need (2 x propagation and 2 steps at line rate + 2 MTU).
+  Status GetBufferInfo(const std::string& device, BufferInfo* out) const;
   Status SetWatchdog(const std::string& device, const WatchdogConfig& cfg);
   Status SetDcqcn(const std::string& nic, const DcqcnParams& params);
   // How `nic` (or "*") treats out-of-order arrivals of sprayed packets.

@@ -530,6 +530,25 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(pfc_tx), static_cast<unsigned long long>(cnps),
       static_cast<unsigned long long>(oos), static_cast<unsigned long long>(wm), hottest.c_str(),
       100 * max_util);
+  // Buffers: what each switch reserves as lossless headroom (at least the minimum) and
+  // what is left shared; switches with the same figures are listed together.
+  std::map<std::string, std::vector<std::string>> buffers;
+  for (const auto& dev : fab->Devices()) {
+    BufferInfo bi;
+    if (!fab->GetBufferInfo(dev, &bi).ok()) continue;
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "%.1f MB = %.1f MB shared + %.1f MB headroom (%d lossless queues x %.0f KB, "
+                  "minimum %.0f KB)",
+                  bi.buffer_bytes / 1e6, bi.shared_bytes / 1e6, bi.reserved_bytes / 1e6,
+                  bi.lossless_queues, bi.headroom_bytes / 1e3, bi.min_headroom_bytes / 1e3);
+    buffers[line].push_back(dev);
+  }
+  for (const auto& [line, devs] : buffers) {
+    std::printf(
+        "        buffer %s: %s%s\n", devs.front().c_str(), line.c_str(),
+        devs.size() > 1 ? (" (and " + std::to_string(devs.size() - 1) + " more)").c_str() : "");
+  }
   if (!record) return 0;
   bool ok = rec.WriteLinksCsv(out_dir + "/links.csv", &error) &&
             rec.WriteQpsCsv(out_dir + "/qps.csv", &error) &&

@@ -134,6 +134,16 @@ struct JobSpec {
   double max_rate_bps = 0;  // application rate cap per connection (0 = none)
 };
 
+// A switch's buffer as configured (Fabric::GetBufferInfo).
+struct BufferInfo {
+  double buffer_bytes = 0;        // total (the auto default resolved)
+  double reserved_bytes = 0;      // headroom reserved for the lossless ingress queues
+  double shared_bytes = 0;        // the rest: the pool dynamic thresholds divide
+  double headroom_bytes = 0;      // per lossless ingress queue (largest over the ports)
+  double min_headroom_bytes = 0;  // the least it may be (largest over the ports)
+  int lossless_queues = 0;
+};
+
 // What a receiving NIC does with a packet that arrives before an earlier one of its QP
 // (per-packet spraying over paths whose queues differ by more than a packet time).
 //   kGoBackN: the RoCE default (no out-of-order placement): the packet is discarded, a NACK

@@ -511,6 +511,17 @@ TEST(Fidelity, HeadroomBelowTheMinimumOrABufferTooSmallIsRejected) {
   EXPECT_TRUE(f->SetPfc("*", pfc).ok());
   EXPECT_FALSE(f->SetBuffer("leaf0", 1e6).ok());  // 9 x 200 KB reserved
   EXPECT_TRUE(f->SetBuffer("leaf0", 4e6).ok());
+  // What a switch reports: 9 ports x one lossless priority x the 200 KB set above, the
+  // rest of the 4 MB shared, and the minimum the ports need.
+  BufferInfo bi;
+  ASSERT_TRUE(f->GetBufferInfo("leaf0", &bi).ok());
+  EXPECT_EQ(bi.lossless_queues, 9);
+  EXPECT_DOUBLE_EQ(bi.headroom_bytes, 200e3);
+  EXPECT_DOUBLE_EQ(bi.reserved_bytes, 9 * 200e3);
+  EXPECT_DOUBLE_EQ(bi.shared_bytes, 4e6 - 9 * 200e3);
+  EXPECT_GT(bi.min_headroom_bytes, 1000);
+  EXPECT_LT(bi.min_headroom_bytes, 200e3);
+  EXPECT_FALSE(f->GetBufferInfo("host000-nic0", &bi).ok());
   // The default buffer (0 = auto) is the reserved headroom plus 64 MB: a 201-port 400G switch
   // at 5 us steps reserves ~112 MB and still builds.
   FabricOptions big;
