@@ -741,13 +741,7 @@ Status Fabric::SetAlbTable(const std::string& device, const std::string& dest,
 Status Fabric::InitAlbTable(const std::string& device, const std::string& dest, int buckets) {
   Impl& im = *impl_;
   im.Touch();
-  if (im.routing_dirty) {
-    im.routing_dirty = false;
-    im.RecomputeDistances();
-    for (auto& qp : im.qps) {
-      if (qp.routed && !qp.local) im.Route(qp, true);
-    }
-  }
+  im.ApplyPendingRouting();
   std::vector<std::string> members = GroupMembers(device, dest);
   if (members.empty() || buckets < 1) return InvalidArgument("group has no live members");
   std::vector<std::string> table;
@@ -1057,15 +1051,7 @@ std::vector<std::string> Fabric::GroupMembers(const std::string& device, const s
   GroupRef g;
   if (!ResolveGroup(im, device, dest, &g).ok()) return out;
   if (im.dist.empty()) im.RecomputeDistances();
-  if (im.routing_dirty) {
-    // A configuration change not applied by a step yet (static routes, links, colors):
-    // the members as the next step will use them.
-    im.routing_dirty = false;
-    im.RecomputeDistances();
-    for (auto& qp : im.qps) {
-      if (qp.routed && !qp.local) im.Route(qp, true);
-    }
-  }
+  im.ApplyPendingRouting();  // the members as the next step will use them
   for (int p : im.Group(g.node, g.leaf)) out.push_back(im.ports[p].iface);
   return out;
 }

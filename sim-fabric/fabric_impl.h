@@ -490,6 +490,17 @@ struct Fabric::Impl {
   }
 
   // ---------------------------------------------------------------- routing
+  // Applies a pending routing change (static routes, links, colors, modes): distances,
+  // groups, and every routed QP's path (a DLB flow keeps its member where it still may).
+  void ApplyPendingRouting() {
+    if (!routing_dirty) return;
+    routing_dirty = false;
+    RecomputeDistances();
+    for (Qp& qp : qps) {
+      if (qp.routed && !qp.local) Route(qp, /*keep_dlb=*/true);
+    }
+  }
+
   void RecomputeDistances() {
     const int nn = static_cast<int>(nodes.size());
     dist.assign(leaves.size() * nn, -1);

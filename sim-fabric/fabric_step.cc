@@ -9,13 +9,7 @@ void Fabric::Impl::Step() {
   unsteady = false;
   ff_valid = false;
   ProcessEvents();
-  if (routing_dirty) {
-    routing_dirty = false;
-    RecomputeDistances();
-    for (Qp& qp : qps) {
-      if (qp.routed && !qp.local) Route(qp, /*keep_dlb=*/true);
-    }
-  }
+  ApplyPendingRouting();
   if (now() >= next_wd_poll) WatchdogPoll();
   RunDirtyGates();
   Sources();

@@ -24,11 +24,13 @@
 
 #include "api/topology/topology_generate.h"
 #include "sim-fabric/fabric.h"
+#include "tests/closedloop/bench_util.h"
 
 namespace {
 
 using loom::kNsPerUs;
 using loom::TimeNs;
+using loom::testing::bench::Percentile;
 
 // WebSearch flow sizes (bytes, CDF in percent).
 constexpr double kCdf[][2] = {{0, 0},        {10000, 15},   {20000, 20},    {30000, 30},
@@ -60,12 +62,6 @@ struct Flow {
   double bytes;
   int qp = -1;
 };
-
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
-}
 
 }  // namespace
 
@@ -188,10 +184,10 @@ int main(int argc, char** argv) {
       "FCT slowdown (FCT / ideal) p50 / p95 / p99: all %.2f / %.2f / %.2f; <100 KB %.2f / "
       "%.2f / %.2f (%zu flows); 100 KB-1 MB %.2f / %.2f / %.2f (%zu); >=1 MB %.2f / %.2f "
       "/ %.2f (%zu)\n",
-      Quantile(all, .5), Quantile(all, .95), Quantile(all, .99), Quantile(small, .5),
-      Quantile(small, .95), Quantile(small, .99), small.size(), Quantile(mid, .5),
-      Quantile(mid, .95), Quantile(mid, .99), mid.size(), Quantile(large, .5), Quantile(large, .95),
-      Quantile(large, .99), large.size());
+      Percentile(all, .5), Percentile(all, .95), Percentile(all, .99), Percentile(small, .5),
+      Percentile(small, .95), Percentile(small, .99), small.size(), Percentile(mid, .5),
+      Percentile(mid, .95), Percentile(mid, .99), mid.size(), Percentile(large, .5),
+      Percentile(large, .95), Percentile(large, .99), large.size());
   std::printf(
       "(ideal: a lone flow on an idle fabric; the emulator delays data by the same propagation, "
       "switch latency and store and forward)\n");
