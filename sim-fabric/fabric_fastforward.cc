@@ -249,6 +249,7 @@ void Fabric::Impl::ApplyJump(int64_t n) {
       qp.delivered += got;
       qp.lifetime_delivered += got;
       nics[qp.dst].rx += got;
+      nics[qp.dst].oos += steps * qp.step_oos;  // a tolerant receiver's reordering
       TransferProgress(qp, got);
     }
   }

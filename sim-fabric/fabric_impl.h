@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "sim-fabric/fabric.h"
+#include "sim-fabric/reorder.h"
 #include "sim-fabric/workload.h"
 
 namespace loom::sim {
@@ -81,6 +82,13 @@ struct Fabric::Impl {
     bool active = false, dropping = false;
     WatchdogState wd = WatchdogState::kOperational;
     double marked = 0;
+    // Packet-level jitter (sim-fabric/reorder.h), kept only while a QP is sprayed: this
+    // step's sum of squared stream arrivals and of arrivals x their c^2, and from the last
+    // step that served the queue, its arrivals and waiting time.
+    double arr_sq = 0, arr_c2 = 0;
+    double jit_arr = 0;
+    TimeNs jit_t = -1;
+    reorder::Wait jit;
     double drop = 0, wm = 0;
     TimeNs pause_start = -1, last_pfc_rx = -kNever;
     double pause_ns = 0;
@@ -171,6 +179,11 @@ struct Fabric::Impl {
     int qp = -1, n = 0;
     Hop h[kMaxHops];
     double delivered = 0, marked_prob = 0;
+    // Arrival variability of this stream (reorder.h): 1 - weight for a sub-flow of a
+    // randomly sprayed QP, 0 for a paced flow; and the hops (bit h) that not every
+    // sub-flow of the QP crosses (a queue all of them cross keeps their order).
+    double c2 = 0;
+    uint32_t private_hops = 0;
   };
   // Hot (step loop) fields first.
   struct Qp {
@@ -182,6 +195,7 @@ struct Fabric::Impl {
     // Last step, for quiescence detection (fast-forward): bytes sent and delivered, the
     // demand before the NIC's fair sharing and the rate cap without the quota limit (b/s).
     double step_bytes = 0, step_got = 0, demand_bps = 0, rate_cap_bps = 0;
+    double step_oos = 0;  // out-of-sequence packets the receiver saw in the last step
     double lifetime_sent = 0, lifetime_delivered = 0;
     // AddFlow flows: when added, and the end of the step that delivered the last byte.
     TimeNs start_ns = 0, finish_ns = -1;
@@ -296,6 +310,11 @@ struct Fabric::Impl {
   uint64_t seq = 0;
   Rng rng;
   bool routing_dirty = true;
+  // Some QP is (or was) sprayed: queues keep the arrival statistics of packet-level jitter.
+  bool spray_jitter = false;
+  // Deliver's scratch for a sprayed QP's paths.
+  std::vector<double> sp_w, sp_base;
+  std::vector<reorder::PathJitter> sp_jit;
   // Quiescence tracking for fast-forward: `unsteady` is set by anything in a step that is
   // not a linear continuation of the previous step; `streak` counts steps without it.
   bool unsteady = true;
@@ -924,6 +943,10 @@ struct Fabric::Impl {
     hp.in += accepted;
     Queue& q = queues[hp.q];
     q.arr += accepted;
+    if (spray_jitter) {
+      q.arr_sq += accepted * accepted;
+      q.arr_c2 += accepted * pf.c2;
+    }
     ActivateQueue(hp.q);
   }
 
@@ -993,6 +1016,7 @@ struct Fabric::Impl {
       qp.last_ports.push_back(paths[i]);
       qp.w.push_back(1.0 / k);
     }
+    MarkPrivateHops(qp);
     for (size_t i = qp.pfs.size(); i < old.size(); ++i) {
       residual += Evacuate(pfs[old[i]], 0, &dropped);
       free_pfs.push_back(old[i]);
@@ -1038,6 +1062,29 @@ struct Fabric::Impl {
     if (k > 1) UpdateSprayWeights(qp);
   }
 
+  // Sub-flows' stream variability and the hops not every sub-flow crosses.
+  void MarkPrivateHops(Qp& qp) {
+    const size_t k = qp.pfs.size();
+    if (k > 1) spray_jitter = true;
+    for (size_t i = 0; i < k; ++i) {
+      PathFlow& pf = pfs[qp.pfs[i]];
+      pf.c2 = k > 1 ? 1 - qp.w[i] : 0;
+      pf.private_hops = 0;
+      if (k < 2) continue;
+      for (int h = 0; h < pf.n; ++h) {
+        bool everywhere = true;
+        for (size_t j = 0; j < k && everywhere; ++j) {
+          if (j == i) continue;
+          const PathFlow& o = pfs[qp.pfs[j]];
+          bool found = false;
+          for (int g = 0; g < o.n && !found; ++g) found = o.h[g].q == pf.h[h].q;
+          everywhere = found;
+        }
+        if (!everywhere) pf.private_hops |= 1u << h;
+      }
+    }
+  }
+
   void UpdateSprayWeights(Qp& qp) {
     if (qp.spray_node < 0 || qp.pfs.size() < 2) return;
     double total = 0;
@@ -1050,7 +1097,10 @@ struct Fabric::Impl {
       qp.w[i] = port >= 0 ? Quality(port) + 1 : 1;
       total += qp.w[i];
     }
-    for (double& w : qp.w) w /= total;
+    for (size_t i = 0; i < qp.w.size(); ++i) {
+      qp.w[i] /= total;
+      pfs[qp.pfs[i]].c2 = 1 - qp.w[i];
+    }
     qp.next_spray = now() + nodes[qp.spray_node].cfg.dlb.sample_ns;
   }
 

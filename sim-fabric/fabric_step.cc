@@ -90,21 +90,15 @@ void Fabric::Impl::UpdateGates(Job& j) {
 }
 
 inline void Fabric::Impl::Deliver(Qp& qp) {
-  double got = 0, marked = 0, lat_max = 0;
+  double got = 0, marked = 0;
   const bool sprayed = qp.pfs.size() > 1;
   for (int pi : qp.pfs) {
     const PathFlow& pf = pfs[pi];
     got += pf.delivered;
     marked += pf.delivered * pf.marked_prob;
-    if (sprayed && pf.delivered > 0) {
-      double lat = 0;
-      for (int h = 0; h < pf.n; ++h) {
-        lat += queues[pf.h[h].q].q / std::max(1.0, ports[pf.h[h].q / kPriorities].cap_bps);
-      }
-      lat_max = std::max(lat_max, lat);
-    }
   }
   qp.step_got = got;
+  qp.step_oos = 0;
   if (got <= 0) {
     if (!qp.in_flight.empty()) CreditDue(qp);
     return;
@@ -112,19 +106,41 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
   const double mtu = opt().mtu_bytes;
   Nic& dn = nics[qp.dst];
   double discarded = 0;
-  if (sprayed) {
-    // Packets of a faster path overtake those of the slowest: count them out of sequence;
-    // a go-back-N receiver discards them and they are sent again.
-    for (int pi : qp.pfs) {
-      const PathFlow& pf = pfs[pi];
-      if (pf.delivered <= 0) continue;
-      double lat = 0;
+  if (sprayed && qp.send_bps > 0) {
+    // Consecutive packets on different paths overtake each other when the first one's
+    // path is slower by more than their spacing: fluid queues plus packet-level jitter
+    // where streams merge (reorder.h). Out-of-sequence packets are counted; what the
+    // receiver does not keep is sent again.
+    const size_t k = qp.pfs.size();
+    sp_w.assign(qp.w.begin(), qp.w.end());
+    sp_base.assign(k, 0.0);
+    sp_jit.assign(k, reorder::PathJitter{});
+    double queueing_ns = 0;
+    const TimeNs t = now();
+    for (size_t i = 0; i < k; ++i) {
+      const PathFlow& pf = pfs[qp.pfs[i]];
+      const double stream = qp.step_bytes * qp.w[i];
+      double all_ns = 0;
       for (int h = 0; h < pf.n; ++h) {
-        lat += queues[pf.h[h].q].q / std::max(1.0, ports[pf.h[h].q / kPriorities].cap_bps);
+        const Queue& q = queues[pf.h[h].q];
+        const double fluid_ns = q.q * 8e9 / std::max(1.0, ports[pf.h[h].q / kPriorities].cap_bps);
+        all_ns += fluid_ns;
+        if (!(pf.private_hops & (1u << h))) continue;
+        sp_base[i] += fluid_ns;
+        if (q.jit_t < t - dt() || q.jit_arr <= 0) continue;
+        sp_jit[i].Add(reorder::StreamWait(q.jit, stream / q.jit_arr));
       }
-      if (lat_max - lat > mtu / std::max(1.0, nics[qp.src].line_bps)) {
-        dn.oos += pf.delivered / mtu;
-        if (dn.reorder == ReorderMode::kGoBackN) discarded += pf.delivered;
+      queueing_ns += qp.w[i] * all_ns;
+    }
+    const double spacing_ns = mtu * 8e9 / qp.send_bps;
+    const double p = reorder::ReorderProbability(sp_w, sp_base, sp_jit, spacing_ns);
+    if (p > 0) {
+      qp.step_oos = p * got / mtu;
+      dn.oos += qp.step_oos;
+      if (dn.reorder != ReorderMode::kTolerant) {
+        const double rtt_ns = 2 * qp.path_latency_ns + queueing_ns;
+        const double window = qp.send_bps * rtt_ns / 8e9 / mtu;
+        discarded = got * (1 - reorder::Goodput(dn.reorder, p, window));
       }
     }
   }
@@ -341,6 +357,16 @@ void Fabric::Impl::QueuePass() {
     const int port = qi / kPriorities, prio = qi % kPriorities;
     Port& pt = ports[port];
     const double total = q.q + q.arr;
+    if (spray_jitter) {
+      if (q.arr > 0) {
+        // Packet-level waiting time of this step's merged arrivals (reorder.h).
+        q.jit = reorder::QueueWait({q.arr, q.arr_sq, q.arr_c2, pt.cap_step},
+                                   opt().mtu_bytes * 8e9 / std::max(1.0, pt.cap_bps));
+        q.jit_arr = q.arr;
+        q.jit_t = t;
+      }
+      q.arr_sq = q.arr_c2 = 0;
+    }
     q.arr = 0;
     if (total <= 0) {
       q.s = 0;

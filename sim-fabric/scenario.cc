@@ -142,11 +142,13 @@ bool ParseScenarioJson(const std::string& json, const std::string& base_dir, Loa
   }
   if (e.nic_reorder() == "tolerant") {
     o.nic_reorder = ReorderMode::kTolerant;
+  } else if (e.nic_reorder() == "selective-repeat") {
+    o.nic_reorder = ReorderMode::kSelectiveRepeat;
   } else if (e.nic_reorder().empty() || e.nic_reorder() == "go-back-n") {
     o.nic_reorder = ReorderMode::kGoBackN;
   } else {
     *error = "scenario.engine.nic_reorder: unknown '" + e.nic_reorder() +
-             "', want go-back-n or tolerant";
+             "', want go-back-n, selective-repeat or tolerant";
     return false;
   }
   o.switch_defaults.pfc.enabled = !e.pfc_disabled();

@@ -145,13 +145,16 @@ struct BufferInfo {
 };
 
 // What a receiving NIC does with a packet that arrives before an earlier one of its QP
-// (per-packet spraying over paths whose queues differ by more than a packet time).
-//   kGoBackN: the RoCE default (no out-of-order placement): the packet is discarded, a NACK
-//     asks for a resend from the missing one; in the fluid model every overtaking byte is
-//     discarded and sent again (a lower bound of go-back-N's cost: it also resends the
-//     in-order bytes behind the gap and waits a round trip per NACK).
+// (per-packet spraying: paths whose fluid queues differ, or packet-level queueing jitter
+// where streams merge; sim-fabric/reorder.h has the model and its sources).
+//   kGoBackN: the RoCE default without out-of-order placement: the first out-of-sequence
+//     packet draws a NAK (sequence error) and every packet until the resend arrives is
+//     discarded: per reorder event about one round trip of data is sent again (goodput
+//     (1 - p) / (1 + (W - 1) p), W packets per round trip).
+//   kSelectiveRepeat: the out-of-order packet is kept, the NAK has the missing one sent
+//     again, and the late original makes it a duplicate (IRN-style): one packet per event.
 //   kTolerant: out-of-order placement (NICs built for adaptive routing / spraying): no cost.
-enum class ReorderMode { kGoBackN, kTolerant };
+enum class ReorderMode { kGoBackN, kTolerant, kSelectiveRepeat };
 
 struct JobStatus {
   std::string id, tenant;

@@ -441,10 +441,8 @@ TEST(FabricApi, GoBackNNicsPayForSprayedReorderingTolerantOnesDoNot) {
   EXPECT_GT(tol.oos, 0u);
   EXPECT_EQ(tol.discarded, 0u);
   EXPECT_GT(gbn.discarded, 0u);
-  EXPECT_EQ(gbn.oos, tol.oos);
-  // What was discarded is sent again: the go-back-N QP delivers that much less. (Spraying
-  // keeps the fluid queues of the two paths nearly equal, so only a few packets overtake:
-  // the fluid model has no packet-level queue jitter, and underestimates reordering.)
+  EXPECT_GT(gbn.oos, 0u);
+  // What was discarded is sent again: the go-back-N QP delivers that much less.
   EXPECT_LT(gbn.sprayed_gbps, tol.sprayed_gbps);
 }
 
