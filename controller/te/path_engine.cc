@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "common/text.h"
+#include "controller/te/protection.h"
 
 namespace loom::te {
 
@@ -1053,12 +1054,42 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
     }
   }
 
+  // Protection capacity (2-tier): backups with room for what a failed link sheds, and
+  // moves of movable units that make that room (protection.h).
+  // Not while links are predicted over capacity in normal operation: that comes first,
+  // and a failure there only adds to congestion there is already.
+  ProtectionResult prot;
+  if (params.protect && chosen->MaxUtil() <= 1.0 + 1e-9) {
+    std::vector<bool> may_move(units.size(), false);
+    for (size_t u = 0; u < units.size(); ++u) {
+      may_move[u] = mode == PlacementMode::kFull ? !units[u].pinned : movable[u];
+    }
+    ProtectionParams pp;
+    pp.ceiling = params.protection_ceiling;
+    pp.allow_moves = mode == PlacementMode::kFull;
+    prot = Protect(g, units, chosen->top_, chosen->load_, may_move, pp);
+    if (prot.computed) {
+      for (size_t u = 0; u < units.size(); ++u) {
+        if (!prot.moved[u]) continue;
+        Solver::Cand c;
+        if (chosen->Find(u, prot.top[u], &c)) chosen->Assign(u, &c);
+      }
+    }
+  }
+
   PlacementResult r;
   r.top = chosen->top_;
   r.max_utilization = chosen->MaxUtil(&r.hottest_edge);
   r.adopted_new = adopted;
   r.reason.resize(units.size());
   r.backup.assign(units.size(), -1);
+  r.protection_deficit_bps = prot.deficit_after;
+  r.protection_worst_utilization = prot.worst_utilization;
+  r.protection_moves = prot.moves;
+  if (prot.computed) {
+    r.protected_backups = true;
+    r.backup = prot.backup;  // -1 where protection does not cover the unit
+  }
   // Backups are chosen per failed top: the units that share a primary top
   // would all move at once when it fails, so each one's backup is scored
   // with the load the ones before it (largest first) would already have
@@ -1066,6 +1097,8 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
   // onto the least loaded one. Units of different primary tops do not see
   // each other's moves, so they are handled one top at a time with one
   // per-edge array.
+  // Backups of the units protection does not cover (all of them without it): chosen
+  // per failed top.
   {
     std::vector<size_t> all(units.size());
     for (size_t u = 0; u < units.size(); ++u) all[u] = u;
@@ -1088,6 +1121,7 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
     for (size_t k = 0; k <= tops; ++k) {
       for (size_t i = group_begin[k]; i < group_begin[k + 1]; ++i) {
         const size_t u = by_top[i];
+        if (r.backup[u] >= 0) continue;  // protected
         const int t = r.top[u];
         double best_backup = 0;
         bool have = false;
@@ -1139,6 +1173,11 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
                                Percent(params.stability_gain)
                          : std::string()) +
                     ")";
+    } else if (prot.computed && prot.moved[u]) {
+      r.reason[u] =
+          via + (units[u].current >= 0 ? " (moved from " + g.top(units[u].current) + ": " : " (") +
+          "leaves room on the backup paths of traffic a link failure would move; "
+          "the fabric maximum utilization does not rise)";
     } else if (units[u].current >= 0 && !keep.Has(u, units[u].current)) {
       r.reason[u] = via + " (moved from " + g.top(units[u].current) +
                     ": the old path lost its capacity or is no longer allowed)";

@@ -143,14 +143,26 @@ struct PlacementParams {
   // by more than this fraction of the current maximum.
   double stability_gain = 0.05;
   int max_improvement_rounds = 5000;
+  // Protection capacity (protection.h): backups with room for what a failed link
+  // sheds, and moves that make the room without raising the maximum utilization;
+  // 2-tier fabrics whose placement fits (maximum utilization <= 100 %).
+  bool protect = true;
+  double protection_ceiling = 0.9;
 };
 
 struct PlacementResult {
   // Chosen top per unit (-1: no feasible top).
   std::vector<int> top;
-  // Backup top per unit: the allowed alternative with the least loaded
-  // path after placement (-1: none).
+  // Backup top per unit (-1: none): with protection (2-tier), the top with
+  // room for what the unit's single-link failures shed onto it; else the
+  // allowed alternative with the least loaded path after placement.
   std::vector<int> backup;
+  bool protected_backups = false;
+  // Summed post-failure overload over single-link failures (bits/s), the
+  // worst post-failure utilization, and the units moved to make room.
+  double protection_deficit_bps = 0;
+  double protection_worst_utilization = 0;
+  int protection_moves = 0;
   // Why each unit went where it did.
   std::vector<std::string> reason;
   std::vector<double> edge_load;

@@ -116,6 +116,88 @@ TEST(PathEngineTest, BackupsOfUnitsSharingATopSpreadOverTheOthers) {
   EXPECT_EQ(backups.size(), 3u);
 }
 
+// Two leaves, three spines, 400G links, 3 hosts of 2 NICs per leaf:
+//
+//   spine0   spine1   spine2
+//      \   \  |   /   /
+//       leaf0 ==== leaf1
+//
+// An elephant (400G) leaf0 -> leaf1 fills one spine; small flows leaf0 -> leaf1 share
+// the other two. Were leaf0's link to the elephant's spine to fail, the elephant would
+// land on a spine that carries small flows and collide there (the switch moves it to
+// the backup color at once; the controller comes later).
+struct ProtectionCase {
+  v1::Topology t;
+  std::unique_ptr<loom::topology::TopologyIndex> topo;
+  FabricGraph g;
+  std::vector<Unit> units;
+};
+std::unique_ptr<ProtectionCase> ElephantAndSmallFlows(double small_bps) {
+  auto c = std::make_unique<ProtectionCase>();
+  loom::topology::Clos2Params p;
+  p.leaves = 2;
+  p.spines = 3;
+  p.hosts_per_leaf = 3;
+  p.host.gpus_per_host = 2;
+  p.host.nics_per_host = 2;
+  std::string err;
+  EXPECT_TRUE(loom::topology::GenerateClos2(p, &c->t, &err)) << err;
+  c->topo = std::make_unique<loom::topology::TopologyIndex>(c->t);
+  c->g = FabricGraph::Build(*c->topo, {});
+  c->units.push_back(MakeUnit(c->g, "elephant", "host003-nic0", {{"host000-nic0", 400e9}}));
+  for (const char* dst : {"host003-nic1", "host004-nic0", "host004-nic1", "host005-nic0"}) {
+    c->units.push_back(MakeUnit(c->g, "small", dst, {{"host000-nic1", small_bps}}));
+  }
+  return c;
+}
+
+TEST(PathEngineTest, ProtectionLeavesRoomForAFailedLinksElephant) {
+  auto c = ElephantAndSmallFlows(50e9);
+  PlacementParams unprotected;
+  unprotected.protect = false;
+  auto before = Place(c->g, c->units, unprotected, PlacementMode::kFull);
+  std::set<int> small_tops;
+  for (size_t u = 1; u < c->units.size(); ++u) small_tops.insert(before.top[u]);
+  // Without protection the small flows spread over both other spines (100G each), so
+  // the elephant's backup, whichever it is, carries 100G: 500G after a failover.
+  ASSERT_EQ(small_tops.size(), 2u);
+  EXPECT_EQ(small_tops.count(before.backup[0]), 1u);
+
+  auto r = Place(c->g, c->units, {}, PlacementMode::kFull);
+  EXPECT_TRUE(r.protected_backups);
+  EXPECT_NEAR(r.max_utilization, 1.0, 1e-9);  // the normal objective does not move
+  std::set<int> packed;
+  for (size_t u = 1; u < c->units.size(); ++u) packed.insert(r.top[u]);
+  ASSERT_EQ(packed.size(), 1u);  // 200G on one spine, under the 90 % ceiling
+  const int free_top = 3 - r.top[0] - *packed.begin();
+  EXPECT_EQ(r.backup[0], free_top);
+  EXPECT_EQ(r.protection_deficit_bps, 0);
+  EXPECT_LE(r.protection_worst_utilization, 1.0 + 1e-9);
+  EXPECT_GE(r.protection_moves, 1);
+  bool said = false;
+  for (size_t u = 1; u < c->units.size(); ++u) {
+    said |= r.reason[u].find("room on the backup paths") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+}
+
+TEST(PathEngineTest, ProtectionNeverPacksFlowsAboveTheCeiling) {
+  // 4 x 100G small flows: all four on one spine would run it at 100 %, above the 90 %
+  // ceiling. Protection goes as far as 300G + 100G (the elephant's backup then takes the
+  // 100G spine: 500G after a failover, better than 600G) and reports what is left: each
+  // of the elephant's two failures (leaf0's uplink, the spine's downlink to leaf1)
+  // overloads the backup's uplink and downlink by 100G.
+  auto c = ElephantAndSmallFlows(100e9);
+  auto r = Place(c->g, c->units, {}, PlacementMode::kFull);
+  std::map<int, int> per_top;
+  for (size_t u = 1; u < c->units.size(); ++u) per_top[r.top[u]]++;
+  ASSERT_EQ(per_top.size(), 2u);
+  EXPECT_EQ(std::max(per_top.begin()->second, per_top.rbegin()->second), 3);
+  EXPECT_EQ(per_top[r.backup[0]], 1);
+  EXPECT_NEAR(r.protection_deficit_bps, 4 * 100e9, 1e6);
+  EXPECT_NEAR(r.protection_worst_utilization, 1.25, 1e-9);
+}
+
 // 4 leaves x 4 spines, 2 hosts of 2 NICs per leaf; every NIC sends 50G to the
 // NICs of the other leaves (multi-source units), one uplink drained. Paths read
 // from the graph's tables (links listed leaf by leaf) and stored candidates
