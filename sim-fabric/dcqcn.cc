@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim-fabric/rng.h"
+
 namespace loom::sim {
 
 DcqcnParams PaperDcqcnParams() { return DcqcnParams{}; }
@@ -286,6 +288,33 @@ void DcqcnRp::Increase() {
   rt_ = std::min(rt_, line_);
   rc_ = std::min((rt_ + rc_) / 2, line_);
   rc_ = std::max(rc_, p_.min_rate_bps);
+}
+
+int DcqcnNotificationPoint::OnDelivery(const CcDelivery& d, NpQpState* st, Rng& rng,
+                                       CcFeedback* out, int max_out) const {
+  if (d.marked <= 0 || max_out <= 0) return 0;
+  const double pkts = d.arrived / d.mtu, mpkts = d.marked / d.mtu;
+  int cnps = 0;
+  if (interval_ <= 0) {
+    st->mark_acc += mpkts;
+    cnps = static_cast<int>(std::min(16.0, std::floor(st->mark_acc)));
+    st->mark_acc -= std::floor(st->mark_acc);
+  } else if (d.now - st->last_feedback >= interval_) {
+    const double pm = std::min(1.0, d.marked / d.arrived);
+    const double p_any = 1 - std::pow(1 - pm, pkts);
+    if (rng.Uniform() < p_any) cnps = 1;
+  }
+  cnps = std::min(cnps, max_out);
+  for (int i = 0; i < cnps; ++i) out[i] = CcFeedback{};
+  if (cnps > 0) st->last_feedback = d.now;
+  return cnps;
+}
+
+bool DcqcnCongestionControl::Reconfigure(RateControl* rc, TimeNs now) const {
+  auto* d = dynamic_cast<DcqcnRateControl*>(rc);
+  if (!d) return false;
+  d->rp().SetParams(p_, now);
+  return true;
 }
 
 }  // namespace loom::sim

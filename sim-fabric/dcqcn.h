@@ -47,9 +47,11 @@
 #define LOOM_SIM_FABRIC_DCQCN_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/clock.h"
+#include "sim-fabric/congestion_control.h"
 
 namespace loom::sim {
 
@@ -164,6 +166,67 @@ class DcqcnRp {
   TimeNs next_d_ = INT64_MAX;
   bool dec_flag_ = false, alpha_flag_ = false, seen_cnp_ = false;
   DcqcnParams p_;
+};
+
+// DCQCN behind the congestion-control seam (congestion_control.h).
+
+// Reaction point: a DcqcnRp; CNPs are the feedback it acts on.
+class DcqcnRateControl final : public RateControl {
+ public:
+  DcqcnRateControl(const DcqcnParams& p, double line_bps, TimeNs now) : rp_(p, line_bps, now) {}
+  void Reset(double line_bps, TimeNs now) override { rp_.Reset(rp_.params(), line_bps, now); }
+  void AdvanceTo(TimeNs now) override { rp_.AdvanceTo(now); }
+  TimeNs next_event_ns() const override { return rp_.next_event_ns(); }
+  void OnBytesSent(double bytes, TimeNs now) override { rp_.OnBytesSent(bytes, now); }
+  bool OnFeedback(const CcFeedback& fb, TimeNs now) override {
+    return fb.kind == CcFeedback::Kind::kCnp && rp_.OnCnp(now);
+  }
+  double rate_bps() const override { return rp_.rate_bps(); }
+  double line_rate_bps() const override { return rp_.line_rate_bps(); }
+  // RC == RT == line rate with no collected CNP pending: increase events only count.
+  bool Steady() const override {
+    return !(rp_.rate_bps() < rp_.line_rate_bps() || rp_.cut_pending());
+  }
+  TimeNs next_change_ns() const override { return rp_.next_timer_ns(); }
+  double bytes_to_next_change() const override { return rp_.bytes_to_byte_event(); }
+  double target_bps() const override { return rp_.target_bps(); }
+  double alpha() const override { return rp_.alpha(); }
+  DcqcnRp& rp() { return rp_; }
+
+ private:
+  DcqcnRp rp_;
+};
+
+// Notification point: a CNP when the QP's CNP interval has passed and a packet of what
+// arrived was marked (drawn with the fabric's generator), or one CNP per marked packet
+// when the interval is 0 (at most 16 per step).
+class DcqcnNotificationPoint final : public NotificationPoint {
+ public:
+  explicit DcqcnNotificationPoint(TimeNs cnp_interval_ns) : interval_(cnp_interval_ns) {}
+  bool every_delivery() const override { return false; }
+  bool needs_rtt() const override { return false; }
+  int OnDelivery(const CcDelivery& d, NpQpState* st, Rng& rng, CcFeedback* out,
+                 int max_out) const override;
+
+ private:
+  TimeNs interval_;
+};
+
+class DcqcnCongestionControl final : public CongestionControl {
+ public:
+  explicit DcqcnCongestionControl(const DcqcnParams& p) : p_(p), np_(p.cnp_interval_ns) {}
+  std::string name() const override { return "dcqcn"; }
+  bool enabled() const override { return p_.enabled; }
+  std::unique_ptr<RateControl> NewRateControl(double line_bps, TimeNs now) const override {
+    return std::make_unique<DcqcnRateControl>(p_, line_bps, now);
+  }
+  const NotificationPoint& notification_point() const override { return np_; }
+  bool Reconfigure(RateControl* rc, TimeNs now) const override;
+  const DcqcnParams& params() const { return p_; }
+
+ private:
+  DcqcnParams p_;
+  DcqcnNotificationPoint np_;
 };
 
 }  // namespace loom::sim

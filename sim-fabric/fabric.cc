@@ -214,7 +214,7 @@ int Fabric::AddJob(const JobSpec& spec, std::string* error) {
       qp.color = spec.color;
       qp.cap_bps = spec.max_rate_bps > 0 ? spec.max_rate_bps / spec.qps_per_connection : 0;
       Impl::Nic& n = im.nics[qp.src];
-      qp.rp.Reset(n.params, n.line_bps, now_);
+      im.NewRp(qp);
       if (!qp.local) n.fabric_qps.push_back(qp.id);
       ids.push_back(qp.id);
       im.qps.push_back(std::move(qp));
@@ -248,7 +248,7 @@ int Fabric::AddFlow(const std::string& src, const std::string& dst, double bytes
   qp.cap_bps = max_rate_bps;
   qp.total = qp.quota = bytes > 0 ? bytes : kInf;
   qp.start_ns = now_;
-  qp.rp.Reset(im.nics[s].params, im.nics[s].line_bps, now_);
+  im.NewRp(qp);
   im.nics[s].fabric_qps.push_back(qp.id);
   im.qps.push_back(std::move(qp));
   im.ActivateQp(im.qps.back());
@@ -271,9 +271,9 @@ QpInfo Fabric::GetQp(int id) const {
   info.dst_nic = im.nodes[im.nics[qp.dst].node].id;
   info.dest_qp = qp.dest_qp;
   info.priority = qp.prio;
-  info.rate_bps = qp.rp.rate_bps();
-  info.target_bps = qp.rp.target_bps();
-  info.alpha = qp.rp.alpha();
+  info.rate_bps = qp.Rc().rate_bps();
+  info.target_bps = qp.Rc().target_bps();
+  info.alpha = qp.Rc().alpha();
   info.send_bps = qp.active ? qp.send_bps : 0;
   info.sent_bytes = qp.lifetime_sent;
   info.delivered_bytes = qp.lifetime_delivered;
@@ -1016,11 +1016,10 @@ Status Fabric::SetDcqcn(const std::string& nic, const DcqcnParams& params) {
   if (!bad.empty()) return InvalidArgument("dcqcn: " + bad);
   Impl& im = *impl_;
   im.Touch();
+  auto cc = std::make_shared<const DcqcnCongestionControl>(params);
   auto apply = [&](int ni) {
     im.nics[ni].params = params;
-    for (auto& qp : im.qps) {
-      if (qp.src == ni) qp.rp.SetParams(params, now_);
-    }
+    im.ApplyCc(ni, cc);
   };
   if (nic == "*") {
     for (size_t i = 0; i < im.nics.size(); ++i) apply(static_cast<int>(i));
@@ -1029,6 +1028,21 @@ Status Fabric::SetDcqcn(const std::string& nic, const DcqcnParams& params) {
   const int ni = ResolveNic(im, nic, nullptr);
   if (ni < 0) return NotFound("no NIC " + nic);
   apply(ni);
+  return Status::Ok();
+}
+
+Status Fabric::SetCongestionControl(const std::string& nic,
+                                    std::shared_ptr<const CongestionControl> cc) {
+  if (!cc) return InvalidArgument("congestion control: none given");
+  Impl& im = *impl_;
+  im.Touch();
+  if (nic == "*") {
+    for (size_t i = 0; i < im.nics.size(); ++i) im.ApplyCc(static_cast<int>(i), cc);
+    return Status::Ok();
+  }
+  const int ni = ResolveNic(im, nic, nullptr);
+  if (ni < 0) return NotFound("no NIC " + nic);
+  im.ApplyCc(ni, cc);
   return Status::Ok();
 }
 

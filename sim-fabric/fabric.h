@@ -56,6 +56,11 @@ struct FabricOptions {
   // what RoCE NICs in the field run; tests/sim/packet_level_test.cc compares it with
   // reference runs.
   DcqcnParams dcqcn = Ns3MlxDcqcnParams();
+  // Congestion control (congestion_control.h): every NIC's algorithm (nullptr: DCQCN with
+  // `dcqcn`; SetCongestionControl / SetDcqcn per NIC) and the switches' congestion point
+  // (nullptr: RED/ECN with each queue's Kmin/Kmax/Pmax).
+  std::shared_ptr<const CongestionControl> congestion_control;
+  std::shared_ptr<const CongestionPoint> congestion_point;
   // Every NIC's reorder behaviour (types.h ReorderMode; SetNicReorder per NIC).
   ReorderMode nic_reorder = ReorderMode::kGoBackN;
   SwitchConfig switch_defaults;              // applied to every switch
@@ -252,6 +257,9 @@ class Fabric {
   Status GetBufferInfo(const std::string& device, BufferInfo* out) const;
   Status SetWatchdog(const std::string& device, const WatchdogConfig& cfg);
   Status SetDcqcn(const std::string& nic, const DcqcnParams& params);
+  // A NIC's ("*": every NIC's) congestion-control algorithm; its QPs keep their state
+  // where the algorithm allows, else start afresh at line rate.
+  Status SetCongestionControl(const std::string& nic, std::shared_ptr<const CongestionControl> cc);
   // How `nic` (or "*") treats out-of-order arrivals of sprayed packets.
   Status SetNicReorder(const std::string& nic, ReorderMode mode);
   const SwitchConfig* GetSwitchConfig(const std::string& device) const;

@@ -122,11 +122,11 @@ int64_t Fabric::Impl::QuiescentHorizon(int64_t n_max, int* settle) {
                                                 static_cast<int>(qp.credit_delay / dt()));
       }
       if (qp.spray_node >= 0) nmax = std::min(nmax, steps_until(qp.next_spray));
-      if (beta > 0 && nics[qp.src].params.enabled &&
-          (qp.rp.rate_bps() < qp.rp.line_rate_bps() || qp.rp.cut_pending())) {
-        // RC may rise at the next timer or byte-counter event: stop before either.
-        nmax = std::min(nmax, steps_until(qp.rp.next_timer_ns()));
-        nmax = std::min(nmax, std::ceil(qp.rp.bytes_to_byte_event() / beta) - 1);
+      if (beta > 0 && nics[qp.src].cc_on && !qp.Rc().Steady()) {
+        // The rate may change at the reaction point's next timer or byte-counter event:
+        // stop before either.
+        nmax = std::min(nmax, steps_until(qp.Rc().next_change_ns()));
+        nmax = std::min(nmax, std::ceil(qp.Rc().bytes_to_next_change() / beta) - 1);
       }
     }
     // Quota trajectory: min over the transfer's size and each gate's delivered + base.
@@ -221,9 +221,9 @@ void Fabric::Impl::ApplyJump(int64_t n) {
       nic.TxBusy(t0, t0 + n * step);
       nic.TxRate(qp.send_bps);
       qp.last_send = t_last;
-      if (nic.params.enabled) {
-        qp.rp.OnBytesSent(sent, t_last);
-        qp.rp.AdvanceTo(t_last);
+      if (nic.cc_on) {
+        qp.Rc().OnBytesSent(sent, t_last);
+        qp.Rc().AdvanceTo(t_last);
       }
       queues[nic.port * kPriorities + qp.prio].tx += sent;
       served(ports[nic.port], sent);

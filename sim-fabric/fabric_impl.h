@@ -1,9 +1,18 @@
 // Private to sim-fabric: the engine state (Fabric::Impl) shared by the files that make
-// up the Fabric: fabric.cc (construction, the public API: counters and configuration),
-// fabric_step.cc (one engine step: events, NIC sources, queues and ECN marking, hops and
-// delivery, PFC, watchdog, jobs) and fabric_fastforward.cc (quiescent jumps). Building the
-// model from a topology and routing (groups, colors, hashing, DLB/ALB choice, path walks)
-// are the struct's inline members below. Not installed, not included outside sim-fabric.
+// up the Fabric, one per part of the model:
+//   fabric.cc             construction and the public API (counters and configuration);
+//   fabric_build.cc       nodes, ports and NICs from a topology; buffers, ECN/PFC
+//                         thresholds per port speed and reserved headroom; the watchdog;
+//   fabric_routing.cc     distances and ECMP groups, static / up-down routes, the member
+//                         choice (hash, GLB weights, ALB, DLB, spraying, colors), path walks
+//                         and a QP's path flows;
+//   fabric_step.cc        one step: events (feedback, PFC frames, faults, jobs), NIC
+//                         sources, queues and their congestion point, hops and delivery,
+//                         reordering, the notification point, PFC, watchdog;
+//   fabric_fastforward.cc quiescent jumps.
+// Congestion control is behind congestion_control.h (DCQCN: dcqcn.h, called directly on
+// the hot path); reordering is reorder.h. The hot per-step helpers (Admit, ingress
+// release) stay inline here. Not installed, not included outside sim-fabric.
 #ifndef LOOM_SIM_FABRIC_FABRIC_IMPL_H_
 #define LOOM_SIM_FABRIC_FABRIC_IMPL_H_
 
@@ -142,6 +151,14 @@ struct Fabric::Impl {
     std::string host;
     double line_bps = 0;
     DcqcnParams params;
+    // Congestion control (congestion_control.h): the algorithm, whether it is on, and what
+    // its notification point needs from a delivery.
+    std::shared_ptr<const CongestionControl> cc;
+    bool cc_on = true, np_every = false, np_rtt = false;
+    // The algorithm is DCQCN: the step calls its reaction point and notification point
+    // directly (no virtual dispatch on the hot path; every QP of the NIC has a
+    // DcqcnRateControl).
+    bool dcqcn = false;
     ReorderMode reorder = ReorderMode::kGoBackN;
     std::vector<int> active;  // active QPs
     // QPs this NIC sends on over the fabric (not NVLink), in creation order
@@ -213,9 +230,19 @@ struct Fabric::Impl {
     int spray_node = -1;
     std::vector<int> pfs;
     std::vector<double> w;
-    TimeNs cnp_delay = 0, last_cnp = -kNever;
-    double mark_acc = 0;
-    DcqcnRp rp;
+    TimeNs cnp_delay = 0;  // the return path's latency (feedback)
+    NpQpState np;          // the receiver's notification point for this QP
+    // The reaction point: DCQCN's inline (the default algorithm, no pointer to chase in the
+    // step), any other algorithm's behind `other_rp`. Rc() is the one in use.
+    DcqcnRateControl dcqcn_rp{DcqcnParams{}, 0, 0};
+    std::unique_ptr<RateControl> other_rp;
+    RateControl& Rc() { return other_rp ? *other_rp : static_cast<RateControl&>(dcqcn_rp); }
+    const RateControl& Rc() const {
+      return other_rp ? *other_rp : static_cast<const RateControl&>(dcqcn_rp);
+    }
+    // Feedback in flight to the sender that is more than a bare CNP, oldest at fb_head.
+    std::vector<CcFeedback> feedback;
+    size_t fb_head = 0;
     uint32_t dest_qp = 0, sport = 0;
     uint32_t color = 0;
     double total = 0;
@@ -310,6 +337,9 @@ struct Fabric::Impl {
   uint64_t seq = 0;
   Rng rng;
   bool routing_dirty = true;
+  // The switches' congestion point (FabricOptions::congestion_point, or RED/ECN).
+  RedEcnPoint red_ecn;
+  const CongestionPoint* cp = &red_ecn;
   // Some QP is (or was) sprayed: queues keep the arrival statistics of packet-level jitter.
   bool spray_jitter = false;
   // Deliver's scratch for a sprayed QP's paths.
@@ -328,9 +358,18 @@ struct Fabric::Impl {
   TimeNs next_wd_poll = kNever;
   uint32_t next_dest_qp = 0x100;
 
-  explicit Impl(Fabric* fab) : f(fab), rng(fab->opt_.seed) {}
+  explicit Impl(Fabric* fab) : f(fab), rng(fab->opt_.seed) {
+    if (fab->opt_.congestion_point) cp = fab->opt_.congestion_point.get();
+  }
 
   const FabricOptions& opt() const { return f->opt_; }
+  static void SetNicCc(Nic& nic, std::shared_ptr<const CongestionControl> cc) {
+    nic.cc = std::move(cc);
+    nic.cc_on = nic.cc->enabled();
+    nic.np_every = nic.cc->notification_point().every_delivery();
+    nic.np_rtt = nic.cc->notification_point().needs_rtt();
+    nic.dcqcn = dynamic_cast<const DcqcnCongestionControl*>(nic.cc.get()) != nullptr;
+  }
   TimeNs now() const { return f->now_; }
   TimeNs dt() const { return f->opt_.step_ns; }
 
@@ -345,139 +384,10 @@ struct Fabric::Impl {
   }
 
   // ---------------------------------------------------------------- building
-  bool Build(const loom::v1::Topology& t, std::string* error) {
-    topo = t;
-    for (const auto& d : t.devices()) {
-      if (d.role() == loom::v1::DEVICE_ROLE_HOST) continue;
-      Node n;
-      n.id = d.id();
-      n.role = d.role();
-      n.is_switch = d.role() != loom::v1::DEVICE_ROLE_NIC;
-      n.cfg = opt().switch_defaults;
-      n.hash_seed = SplitMix64(opt().seed ^ SplitMix64(nodes.size() + 17));
-      node_by_id[n.id] = static_cast<int>(nodes.size());
-      if (!n.is_switch) {
-        Nic nic;
-        nic.node = static_cast<int>(nodes.size());
-        nic.host = d.host();
-        nic.line_bps = static_cast<double>(d.line_rate_bps());
-        nic.params = opt().dcqcn;
-        nic.reorder = opt().nic_reorder;
-        n.nic = static_cast<int>(nics.size());
-        nics.push_back(nic);
-      }
-      nodes.push_back(std::move(n));
-    }
-    for (int li = 0; li < t.links_size(); ++li) {
-      const auto& l = t.links(li);
-      auto a = node_by_id.find(l.a().device()), b = node_by_id.find(l.b().device());
-      if (a == node_by_id.end() || b == node_by_id.end()) {
-        *error = "link " + l.id() + " names an unknown device";
-        return false;
-      }
-      link_by_id[l.id()] = li;
-      const int pa = static_cast<int>(ports.size()), pb = pa + 1;
-      for (int side = 0; side < 2; ++side) {
-        Port p;
-        p.node = side == 0 ? a->second : b->second;
-        p.peer_node = side == 0 ? b->second : a->second;
-        p.peer_port = side == 0 ? pb : pa;
-        p.link = li;
-        p.iface = side == 0 ? l.a().interface() : l.b().interface();
-        p.nominal_bps = p.cap_bps = static_cast<double>(l.capacity_bps());
-        p.delay = l.propagation_delay_ns();
-        nodes[p.node].ports.push_back(static_cast<int>(ports.size()));
-        nodes[p.node].port_by_iface[p.iface] = static_cast<int>(ports.size());
-        ports.push_back(p);
-      }
-      link_ports.push_back(pa);
-    }
-    for (auto& nic : nics) {
-      Node& n = nodes[nic.node];
-      if (n.ports.size() != 1) {
-        *error = "NIC " + n.id + " must have exactly one link";
-        return false;
-      }
-      nic.port = n.ports[0];
-      nic.leaf_node = ports[nic.port].peer_node;
-      if (nic.line_bps <= 0 || nic.line_bps > ports[nic.port].cap_bps) {
-        nic.line_bps = ports[nic.port].cap_bps;
-      }
-      if (nodes[nic.leaf_node].leaf < 0) {
-        nodes[nic.leaf_node].leaf = static_cast<int>(leaves.size());
-        leaves.push_back(nic.leaf_node);
-      }
-    }
-    for (const auto& g : t.gpus()) {
-      auto it = node_by_id.find(g.nic());
-      if (it == node_by_id.end() || nodes[it->second].nic < 0) {
-        *error = "GPU " + g.id() + " names an unknown NIC";
-        return false;
-      }
-      gpu_nic[g.id()] = nodes[it->second].nic;
-      gpu_host[g.id()] = g.host();
-    }
-    buf.assign(nodes.size(), 0.0);
-    RefreshLive();
-    queues.resize(ports.size() * kPriorities);
-    ingress.resize(ports.size() * kPriorities);
-    active_q.Reset(queues.size());
-    next_q.Reset(queues.size());
-    active_ing.Reset(ingress.size());
-    for (size_t n = 0; n < nodes.size(); ++n) ApplyPortThresholds(static_cast<int>(n));
-    ArmWatchdog();
-    return true;
-  }
+  bool Build(const loom::v1::Topology& t, std::string* error);
 
   // Derives per-port ECN/PFC thresholds from the node's config and port speeds.
-  void ApplyPortThresholds(int node) {
-    Node& n = nodes[node];
-    for (int p : n.ports) {
-      Port& pt = ports[p];
-      const double speed = pt.nominal_bps / 100e9;
-      double max_kmax = 0;
-      for (int pr = 0; pr < kPriorities; ++pr) {
-        const EcnConfig& e = n.cfg.ecn[pr];
-        pt.ecn_on[pr] = n.is_switch && e.enabled;
-        pt.kmin[pr] = e.kmin_bytes > 0 ? e.kmin_bytes : 100e3 * speed;
-        pt.kmax[pr] = e.kmax_bytes > 0 ? e.kmax_bytes : 400e3 * speed;
-        pt.pmax[pr] = e.pmax;
-        for (const auto& b : e.by_speed) {
-          if (b.speed_bps != pt.nominal_bps) continue;
-          pt.kmin[pr] = b.kmin_bytes;
-          pt.kmax[pr] = b.kmax_bytes;
-          pt.pmax[pr] = b.pmax;
-        }
-        if (pt.ecn_on[pr]) max_kmax = std::max(max_kmax, pt.kmax[pr]);
-      }
-      const PfcConfig& c = n.cfg.pfc;
-      pt.sw = n.is_switch;
-      pt.pfc_on = c.enabled;
-      pt.lossless = c.lossless_mask;
-      pt.dyn_alpha = c.dynamic_alpha;
-      pt.lossy_alpha = n.cfg.lossy_alpha;
-      if (max_kmax == 0) max_kmax = 400e3 * speed;
-      pt.xoff = c.xoff_bytes > 0 ? c.xoff_bytes : 1.25 * max_kmax;
-      pt.xon = c.xon_bytes > 0 ? c.xon_bytes : std::max(0.0, pt.xoff - 4 * opt().mtu_bytes);
-      pt.headroom = c.headroom_bytes > 0 ? c.headroom_bytes : MinHeadroom(pt);
-      pt.quanta_ns = static_cast<TimeNs>(c.quanta * 512.0 * 1e9 / std::max(1.0, pt.nominal_bps));
-      pt.ecn_mask = 0;
-      for (int pr = 0; pr < kPriorities; ++pr) {
-        if (pt.ecn_on[pr]) pt.ecn_mask |= static_cast<uint8_t>(1u << pr);
-      }
-      SetCap(pt, pt.cap_bps);
-    }
-    // Headroom is reserved per lossless ingress queue out of the buffer; the rest is the
-    // shared pool that dynamic thresholds divide and the lossy classes use.
-    n.reserved = 0;
-    for (int p : n.ports) {
-      const Port& pt = ports[p];
-      if (!n.is_switch || !pt.pfc_on) continue;
-      n.reserved += pt.headroom * static_cast<double>(__builtin_popcount(pt.lossless));
-    }
-    const double total = n.cfg.buffer_bytes > 0 ? n.cfg.buffer_bytes : n.reserved + 64e6;
-    for (int p : n.ports) ports[p].buffer = std::max(0.0, total - n.reserved);
-  }
+  void ApplyPortThresholds(int node);
 
   // The least headroom for port `p`: what arrives while a PAUSE takes effect, two
   // propagation delays and two engine steps at line rate, plus two MTUs.
@@ -499,75 +409,16 @@ struct Fabric::Impl {
     pt.cap_step = BytesPerStep(bps, dt());
   }
 
-  void ArmWatchdog() {
-    next_wd_poll = kNever;
-    for (const Node& n : nodes) {
-      if (n.is_switch && n.cfg.watchdog.enabled) {
-        next_wd_poll = std::min(next_wd_poll, now() + n.cfg.watchdog.poll_ns);
-      }
-    }
-  }
+  void ArmWatchdog();
 
   // ---------------------------------------------------------------- routing
   // Applies a pending routing change (static routes, links, colors, modes): distances,
   // groups, and every routed QP's path (a DLB flow keeps its member where it still may).
-  void ApplyPendingRouting() {
-    if (!routing_dirty) return;
-    routing_dirty = false;
-    RecomputeDistances();
-    for (Qp& qp : qps) {
-      if (qp.routed && !qp.local) Route(qp, /*keep_dlb=*/true);
-    }
-  }
+  void ApplyPendingRouting();
 
-  void RecomputeDistances() {
-    const int nn = static_cast<int>(nodes.size());
-    dist.assign(leaves.size() * nn, -1);
-    std::vector<int> frontier;
-    for (size_t l = 0; l < leaves.size(); ++l) {
-      int* d = &dist[l * nn];
-      if (!nodes[leaves[l]].up) continue;
-      d[leaves[l]] = 0;
-      frontier.assign(1, leaves[l]);
-      for (size_t i = 0; i < frontier.size(); ++i) {
-        const int u = frontier[i];
-        for (int p : nodes[u].ports) {
-          const int v = ports[p].peer_node;
-          if (!nodes[v].is_switch || d[v] >= 0 || !PortLive(p)) continue;
-          d[v] = d[u] + 1;
-          frontier.push_back(v);
-        }
-      }
-    }
-    group_cache.assign(leaves.size() * nn, {});
-    group_valid.assign(leaves.size() * nn, 0);
-  }
+  void RecomputeDistances();
 
-  const std::vector<int>& Group(int node, int leaf) {
-    const size_t k = static_cast<size_t>(leaf) * nodes.size() + node;
-    if (!group_valid[k]) {
-      group_valid[k] = 1;
-      auto& g = group_cache[k];
-      g.clear();
-      const int* d = &dist[static_cast<size_t>(leaf) * nodes.size()];
-      auto sr = static_routes.find(GroupKey(node, leaf));
-      if (sr != static_routes.end()) {
-        for (int p : sr->second) {
-          const int v = ports[p].peer_node;
-          if (!nodes[v].is_switch || !PortLive(p)) continue;
-          if (up_down && !(d[node] > 0 && d[v] == d[node] - 1)) continue;
-          g.push_back(p);
-        }
-      }
-      if (g.empty() && d[node] > 0) {
-        for (int p : nodes[node].ports) {
-          const int v = ports[p].peer_node;
-          if (nodes[v].is_switch && PortLive(p) && d[v] == d[node] - 1) g.push_back(p);
-        }
-      }
-    }
-    return group_cache[k];
-  }
+  const std::vector<int>& Group(int node, int leaf);
 
   const GroupCfg* FindGroup(int node, int leaf) const {
     auto it = groups.find(GroupKey(node, leaf));
@@ -578,47 +429,12 @@ struct Fabric::Impl {
     return it == groups.end() ? nullptr : &it->second;
   }
 
-  uint64_t Hash(int node, const Qp& qp, int salt) const {
-    const Node& n = nodes[node];
-    uint64_t h = n.hash_seed;
-    h = HashCombine(h, static_cast<uint64_t>(nics[qp.src].node));  // source IP
-    h = HashCombine(h, static_cast<uint64_t>(nics[qp.dst].node));  // destination IP
-    h = HashCombine(h, qp.sport);                                  // UDP source port
-    h = HashCombine(h, 4791);                                      // RoCEv2 UDP port
-    h = HashCombine(h, 17);
-    if (n.cfg.hash_dest_qp) h = HashCombine(h, qp.dest_qp);
-    if (salt) h = HashCombine(h, static_cast<uint64_t>(salt) * 0x51ed27);
-    return h;
-  }
+  uint64_t Hash(int node, const Qp& qp, int salt) const;
 
-  double PortLoadBps(int p) {
-    Port& pt = ports[p];
-    const DlbProfile& prof = nodes[pt.node].cfg.dlb;
-    const TimeNs span = now() - pt.ewma_t;
-    if (span >= prof.sample_ns && span > 0) {
-      const double inst = (pt.out_octets - pt.ewma_bytes) * 8e9 / static_cast<double>(span);
-      const double a = 1 - std::exp(-static_cast<double>(span) / prof.load_ewma_ns);
-      pt.ewma_bps += a * (inst - pt.ewma_bps);
-      pt.provisional_bps *= (1 - a);
-      pt.ewma_t = now();
-      pt.ewma_bytes = pt.out_octets;
-    }
-    return pt.ewma_bps + pt.provisional_bps;
-  }
+  double PortLoadBps(int p);
 
   // DLB quality band 0 (worst) .. 7 (best) of an egress port.
-  int Quality(int p) {
-    const Port& pt = ports[p];
-    const DlbProfile& prof = nodes[pt.node].cfg.dlb;
-    const double util = PortLoadBps(p) / std::max(1.0, pt.cap_bps);
-    double depth = 0;
-    for (int pr = 0; pr < kPriorities; ++pr) depth += queues[p * kPriorities + pr].q;
-    const int lb = 7 - std::min(7, static_cast<int>(util * 8));
-    const int qb = 7 - std::min(7, static_cast<int>(depth / std::max(1.0, prof.queue_band_bytes)));
-    return std::clamp(static_cast<int>(std::lround(prof.load_weight * std::max(0, lb) +
-                                                   (1 - prof.load_weight) * std::max(0, qb))),
-                      0, 7);
-  }
+  int Quality(int p);
 
   // The members of `members` that belong to `color` on `node` (empty when the node
   // does not know the color or none of its members is in the group).
@@ -639,54 +455,9 @@ struct Fabric::Impl {
   // Members of a group allowed for a QP: a per-destination route (SetRoute) of the
   // node for the QP's destination NIC and class wins (its color, else its backup
   // color, else every member); otherwise the QP's color (backup colors followed).
-  void ColorFilter(int node, const Qp& qp, const std::vector<int>& members, std::vector<int>* out) {
-    *out = members;
-    const Node& n = nodes[node];
-    const RouteEntry* route = nullptr;
-    for (int cls : {qp.prio, -1}) {
-      if (n.routes.empty() || route) break;
-      auto r = n.routes.find(RouteKey(qp.dst, cls));
-      if (r == n.routes.end()) continue;
-      for (const RouteEntry& e : r->second) {
-        if ((qp.dest_qp & e.qp_mask) == e.qp_value) {
-          route = &e;
-          break;
-        }
-      }
-    }
-    if (route) {
-      std::vector<int> sel;
-      for (uint32_t c : {route->color, route->backup_color}) {
-        ColorMembers(n, c, members, &sel);
-        if (!sel.empty()) {
-          *out = std::move(sel);
-          return;
-        }
-      }
-      return;  // neither color has a live member here: every ECMP member
-    }
-    if (qp.color == 0) return;
-    uint32_t color = qp.color;
-    for (int depth = 0; depth < 8 && color != 0; ++depth) {
-      auto it = n.colors.find(color);
-      if (it == n.colors.end()) return;  // switch does not know the color: uncolored
-      std::vector<int> sel;
-      ColorMembers(n, color, members, &sel);
-      if (!sel.empty()) {
-        *out = std::move(sel);
-        return;
-      }
-      color = it->second.second;
-    }
-  }
+  void ColorFilter(int node, const Qp& qp, const std::vector<int>& members, std::vector<int>* out);
 
-  ForwardingMode ModeFor(int node, int leaf, const Qp& qp) const {
-    const Node& n = nodes[node];
-    if (n.cfg.spray_mask & (1u << qp.prio)) return ForwardingMode::kDlbPerPacket;
-    const GroupCfg* g = FindGroup(node, leaf);
-    if (g && g->has_mode) return g->mode;
-    return n.cfg.mode;
-  }
+  ForwardingMode ModeFor(int node, int leaf, const Qp& qp) const;
 
   // Picks the egress port at `node` toward `leaf`; -1 when unreachable.
   // Members are first narrowed to those the QP may use (ColorFilter). Then by mode:
@@ -710,196 +481,19 @@ struct Fabric::Impl {
   //    without the bucket (nothing written or counted).
   //  - kStaticHash (and kDlbPerPacket subflows, salted): weighted by the group weights
   //    when they sum to > 0 over the allowed members, else plain hash over them.
-  int Choose(int node, int leaf, Qp& qp, int salt, int prefer, int* alb_slot) {
-    const std::vector<int>& members = Group(node, leaf);
-    if (members.empty()) return -1;
-    std::vector<int> allowed;
-    ColorFilter(node, qp, members, &allowed);
-    const uint64_t h = Hash(node, qp, salt);
-    ForwardingMode mode = ModeFor(node, leaf, qp);
-    GroupCfg* g = FindGroup(node, leaf);
-    if (mode == ForwardingMode::kDlbPerPacket) mode = ForwardingMode::kStaticHash;  // salted
-    switch (mode) {
-      case ForwardingMode::kDlbFlowlet:
-      case ForwardingMode::kDlbAlb: {
-        qp.dlb = true;
-        const TimeNs inactivity = nodes[node].cfg.dlb.inactivity_ns;
-        qp.min_inactivity = std::min(qp.min_inactivity, inactivity);
-        auto has = [](const std::vector<int>& v, int p) {
-          return std::find(v.begin(), v.end(), p) != v.end();
-        };
-        // kDlbAlb: the flow's bucket (flowset entry); -1 = no table (plain flowlet DLB).
-        GroupCfg* table = nullptr;
-        size_t bucket = 0;
-        int cur = -1;
-        bool cur_colored = false;  // the bucket's member is live but outside the QP's colors
-        if (mode == ForwardingMode::kDlbAlb && g && !g->alb.empty()) {
-          table = g;
-          bucket = h % table->alb.size();
-          cur = table->alb[bucket];
-          cur_colored = !has(allowed, cur) && has(members, cur);
-        }
-        // GLB weights: remote quality band per member (see above); max_w 0 = none.
-        auto weight = [g](int p) {
-          auto it = g->weights.find(p);
-          return it == g->weights.end() ? 0.0 : it->second;
-        };
-        double max_w = 0;
-        if (g && !g->weights.empty()) {
-          for (int p : allowed) max_w = std::max(max_w, weight(p));
-          if (max_w > 0) {
-            allowed.erase(std::remove_if(allowed.begin(), allowed.end(),
-                                         [&](int p) { return !(weight(p) > 0); }),
-                          allowed.end());
-          }
-        }
-        int slot = -1;
-        if (table && !cur_colored) {
-          slot = table->alb_base + static_cast<int>(bucket);
-          if (has(allowed, cur) && (prefer >= 0 || now() - alb_seen[slot] < inactivity)) {
-            *alb_slot = slot;
-            return cur;  // follow the bucket
-          }
-        } else if (prefer >= 0 && has(allowed, prefer)) {
-          return prefer;
-        }
-        const size_t n = allowed.size();
-        int best = -1, best_q = -1;
-        for (size_t i = 0; i < n; ++i) {
-          const int p = allowed[(h + i) % n];
-          int qv = Quality(p);
-          if (max_w > 0) {
-            qv = std::min(qv, static_cast<int>(std::floor(7.0 * weight(p) / max_w)));
-          }
-          if (qv > best_q) {
-            best_q = qv;
-            best = p;
-          }
-        }
-        double r = qp.rp.rate_bps();
-        if (qp.cap_bps > 0) r = std::min(r, qp.cap_bps);
-        PortLoadBps(best);
-        ports[best].provisional_bps += r;
-        if (slot >= 0) {
-          // DLB's choice becomes the bucket's member; the bucket is in use from now.
-          table->alb[bucket] = best;
-          alb_seen[slot] = now();
-          *alb_slot = slot;
-        }
-        return best;
-      }
-      case ForwardingMode::kAlb:
-        if (g && !g->alb.empty()) {
-          const size_t b = h % g->alb.size();
-          const int p = g->alb[b];
-          if (std::find(allowed.begin(), allowed.end(), p) != allowed.end()) {
-            *alb_slot = g->alb_base + static_cast<int>(b);
-            return p;
-          }
-        }
-        [[fallthrough]];
-      default:
-        break;
-    }
-    if (g && !g->weights.empty()) {
-      double total = 0;
-      for (int p : allowed) {
-        auto it = g->weights.find(p);
-        total += it == g->weights.end() ? 0 : it->second;
-      }
-      if (total > 0) {
-        double x = static_cast<double>(h >> 11) * 0x1.0p-53 * total;
-        for (int p : allowed) {
-          auto it = g->weights.find(p);
-          const double w = it == g->weights.end() ? 0 : it->second;
-          if (x < w) return p;
-          x -= w;
-        }
-      }
-    }
-    return allowed[h % allowed.size()];
-  }
+  int Choose(int node, int leaf, Qp& qp, int salt, int prefer, int* alb_slot);
 
   // Walks from the QP's source to its destination; returns egress ports (first
   // is the NIC port) or empty when unreachable. `spray_at` receives the node
   // index where spraying applies (first such switch), or -1.
   std::vector<int> Walk(Qp& qp, int salt, int spray_member, const std::vector<int>* prefer,
-                        int* spray_at, std::vector<int>* albs) {
-    std::vector<int> out;
-    const Nic& s = nics[qp.src];
-    const Nic& d = nics[qp.dst];
-    if (!PortLive(s.port) || !PortLive(d.port)) return out;
-    out.push_back(s.port);
-    albs->push_back(-1);
-    int node = s.leaf_node;
-    const int dleaf = nodes[d.leaf_node].leaf;
-    for (int guard = 0; node != d.leaf_node; ++guard) {
-      if (guard > kMaxHops - 2) return {};
-      const std::vector<int>& members = Group(node, dleaf);
-      if (members.empty()) return {};
-      int alb = -1, p = -1;
-      if (ModeFor(node, dleaf, qp) == ForwardingMode::kDlbPerPacket && members.size() > 1 &&
-          (*spray_at < 0 || *spray_at == node)) {
-        if (*spray_at < 0) *spray_at = node;
-        if (spray_member >= 0) {
-          std::vector<int> allowed;
-          ColorFilter(node, qp, members, &allowed);
-          p = allowed[static_cast<size_t>(spray_member) % allowed.size()];
-        }
-      }
-      if (p < 0) {
-        const size_t idx = out.size();
-        const int pref = prefer && idx < prefer->size() ? (*prefer)[idx] : -1;
-        p = Choose(node, dleaf, qp, salt, pref, &alb);
-      }
-      if (p < 0) return {};
-      out.push_back(p);
-      albs->push_back(alb);
-      node = ports[p].peer_node;
-    }
-    // Last hop: leaf -> destination NIC.
-    out.push_back(d.port);  // placeholder, replaced below
-    out.back() = ports[d.port].peer_port;
-    albs->push_back(-1);
-    if (static_cast<int>(out.size()) > kMaxHops) return {};
-    return out;
-  }
+                        int* spray_at, std::vector<int>* albs);
 
-  int AllocPf() {
-    if (!free_pfs.empty()) {
-      int i = free_pfs.back();
-      free_pfs.pop_back();
-      pfs[i] = PathFlow{};
-      return i;
-    }
-    pfs.emplace_back();
-    return static_cast<int>(pfs.size()) - 1;
-  }
+  int AllocPf();
 
   // Removes a path flow's bytes from the network; returns them. Bytes on a dead
   // port are dropped (counted) and not returned.
-  double Evacuate(PathFlow& pf, int from_hop, double* dropped) {
-    double moved = 0;
-    for (int h = from_hop; h < pf.n; ++h) {
-      Hop& hp = pf.h[h];
-      const double x = hp.b + hp.in;
-      if (x <= 0) continue;
-      Queue& q = queues[hp.q];
-      q.q = std::max(0.0, q.q - hp.b);
-      q.arr = std::max(0.0, q.arr - hp.in);
-      const int port = hp.q / kPriorities;
-      if (hp.ing >= 0) ReleaseIngress(hp.ing, ports[port].node, x);
-      if (!PortLive(port)) {
-        q.drop += x;
-        ports[port].out_discards += x;
-        *dropped += x;
-      } else {
-        moved += x;
-      }
-      hp.b = hp.in = 0;
-    }
-    return moved;
-  }
+  double Evacuate(PathFlow& pf, int from_hop, double* dropped);
 
   // Admits `x` bytes of a path flow at hop `h` (ingress accounting, PFC headroom
   // or shared-buffer limit; the excess is a counted drop).
@@ -952,157 +546,12 @@ struct Fabric::Impl {
 
   // (Re)builds the QP's path flows. Bytes in flight move to the new path at the
   // first hop that changed; bytes on dead ports are lost (and resent).
-  void Route(Qp& qp, bool keep_dlb) {
-    qp.routed = true;
-    unsteady = true;
-    if (qp.local) return;
-    qp.dlb = false;
-    qp.min_inactivity = kNever;
-    int spray_at = -1;
-    std::vector<std::vector<int>> paths, albs(1);
-    const std::vector<int>* prefer =
-        keep_dlb && !qp.last_ports.empty() ? &qp.last_ports[0] : nullptr;
-    paths.push_back(Walk(qp, 0, -1, prefer, &spray_at, &albs[0]));
-    int k = 1;
-    if (spray_at >= 0 && !paths[0].empty()) {
-      const int dleaf = nodes[nics[qp.dst].leaf_node].leaf;
-      std::vector<int> allowed;
-      ColorFilter(spray_at, qp, Group(spray_at, dleaf), &allowed);
-      k = static_cast<int>(allowed.size());
-      paths.clear();
-      albs.assign(k, {});
-      for (int i = 0; i < k; ++i) {
-        int sa = -1;
-        paths.push_back(Walk(qp, i + 1, i, nullptr, &sa, &albs[i]));
-      }
-    }
-    qp.spray_node = spray_at;
-    // Gather what is in flight on the old path flows.
-    double residual = 0, dropped = 0;
-    std::vector<int> old = qp.pfs;
-    qp.pfs.clear();
-    qp.last_ports.clear();
-    qp.w.clear();
-    for (int i = 0; i < k; ++i) {
-      if (paths[i].empty()) continue;
-      int pi;
-      int first_diff = 0;
-      if (static_cast<size_t>(i) < old.size()) {
-        pi = old[i];
-        PathFlow& pf = pfs[pi];
-        while (first_diff < pf.n && first_diff < static_cast<int>(paths[i].size()) &&
-               pf.h[first_diff].q / kPriorities == paths[i][first_diff] &&
-               PortLive(paths[i][first_diff])) {
-          ++first_diff;
-        }
-        residual += Evacuate(pf, first_diff, &dropped);
-      } else {
-        pi = AllocPf();
-      }
-      PathFlow& pf = pfs[pi];
-      pf.qp = qp.id;
-      const int n = static_cast<int>(paths[i].size());
-      // Unchanged hops keep their bytes; their bucket slot may still change (a resized
-      // table, or a mode change), so the bucket counters follow the new choice.
-      for (int h = 0; h < first_diff; ++h) pf.h[h].alb = albs[i][h];
-      for (int h = first_diff; h < n; ++h) {
-        pf.h[h] = Hop{};
-        pf.h[h].q = paths[i][h] * kPriorities + qp.prio;
-        pf.h[h].ing = h == 0 ? -1 : ports[paths[i][h - 1]].peer_port * kPriorities + qp.prio;
-        pf.h[h].alb = albs[i][h];
-      }
-      pf.n = n;
-      qp.pfs.push_back(pi);
-      qp.last_ports.push_back(paths[i]);
-      qp.w.push_back(1.0 / k);
-    }
-    MarkPrivateHops(qp);
-    for (size_t i = qp.pfs.size(); i < old.size(); ++i) {
-      residual += Evacuate(pfs[old[i]], 0, &dropped);
-      free_pfs.push_back(old[i]);
-    }
-    if (!qp.pfs.empty() && residual > 0) {
-      // Re-inject what was in flight at the first switch of the new path.
-      PathFlow& pf = pfs[qp.pfs[0]];
-      Admit(pf, std::min(1, pf.n - 1), residual, qp);
-    } else {
-      dropped += residual;
-    }
-    if (dropped > 0) {
-      qp.sent = std::max(0.0, qp.sent - dropped);  // go-back-N resend
-      // An idle QP of a gated job is re-activated by its gate update.
-      if (!qp.active && qp.job >= 0 && qp.transfer >= 0 && jobs[qp.job].gated) {
-        MarkTransfer(qp.job, qp.transfer);
-      }
-    }
-    // Data: the links' propagation, each switch's latency and store and forward of one
-    // MTU at its ingress rate, less the one step per hop after the first switch the
-    // engine's pipeline already takes.
-    qp.credit_delay = 0;
-    if (!qp.last_ports.empty() && !qp.last_ports[0].empty()) {
-      const auto& path = qp.last_ports[0];
-      const int switches = static_cast<int>(path.size()) - 1;
-      double phys = 0;
-      for (size_t i = 0; i < path.size(); ++i) {
-        phys += static_cast<double>(ports[path[i]].delay);
-        if (static_cast<int>(i) < switches) {
-          phys += static_cast<double>(opt().switch_latency_ns) +
-                  opt().mtu_bytes * 8e9 / std::max(1.0, ports[path[i]].nominal_bps);
-        }
-      }
-      qp.path_latency_ns = phys;
-      const double inherent = static_cast<double>(std::max(0, switches - 1) * dt());
-      qp.credit_delay = static_cast<TimeNs>(std::max(0.0, std::round(phys - inherent)));
-    }
-    // CNP return delay: propagation of every link plus the per-switch latency.
-    qp.cnp_delay = 0;
-    if (!qp.last_ports.empty()) {
-      for (int p : qp.last_ports[0]) qp.cnp_delay += ports[p].delay + opt().cnp_hop_latency_ns;
-    }
-    if (k > 1) UpdateSprayWeights(qp);
-  }
+  void Route(Qp& qp, bool keep_dlb);
 
   // Sub-flows' stream variability and the hops not every sub-flow crosses.
-  void MarkPrivateHops(Qp& qp) {
-    const size_t k = qp.pfs.size();
-    if (k > 1) spray_jitter = true;
-    for (size_t i = 0; i < k; ++i) {
-      PathFlow& pf = pfs[qp.pfs[i]];
-      pf.c2 = k > 1 ? 1 - qp.w[i] : 0;
-      pf.private_hops = 0;
-      if (k < 2) continue;
-      for (int h = 0; h < pf.n; ++h) {
-        bool everywhere = true;
-        for (size_t j = 0; j < k && everywhere; ++j) {
-          if (j == i) continue;
-          const PathFlow& o = pfs[qp.pfs[j]];
-          bool found = false;
-          for (int g = 0; g < o.n && !found; ++g) found = o.h[g].q == pf.h[h].q;
-          everywhere = found;
-        }
-        if (!everywhere) pf.private_hops |= 1u << h;
-      }
-    }
-  }
+  void MarkPrivateHops(Qp& qp);
 
-  void UpdateSprayWeights(Qp& qp) {
-    if (qp.spray_node < 0 || qp.pfs.size() < 2) return;
-    double total = 0;
-    for (size_t i = 0; i < qp.pfs.size(); ++i) {
-      const PathFlow& pf = pfs[qp.pfs[i]];
-      int port = -1;
-      for (int h = 0; h < pf.n; ++h) {
-        if (ports[pf.h[h].q / kPriorities].node == qp.spray_node) port = pf.h[h].q / kPriorities;
-      }
-      qp.w[i] = port >= 0 ? Quality(port) + 1 : 1;
-      total += qp.w[i];
-    }
-    for (size_t i = 0; i < qp.w.size(); ++i) {
-      qp.w[i] /= total;
-      pfs[qp.pfs[i]].c2 = 1 - qp.w[i];
-    }
-    qp.next_spray = now() + nodes[qp.spray_node].cfg.dlb.sample_ns;
-  }
+  void UpdateSprayWeights(Qp& qp);
 
   // ---------------------------------------------------------------- step
   void ActivateQueue(int q) {
@@ -1154,6 +603,47 @@ struct Fabric::Impl {
   void FlowPass();
   void PfcPass();
   void WatchdogPoll();
+  // The QP's round trip now: twice its path's physical latency plus its sub-flows'
+  // (weighted) queueing.
+  double RoundTripNs(const Qp& qp) const {
+    double queueing = 0;
+    for (size_t i = 0; i < qp.pfs.size(); ++i) {
+      const PathFlow& pf = pfs[qp.pfs[i]];
+      double ns = 0;
+      for (int h = 0; h < pf.n; ++h) {
+        ns += queues[pf.h[h].q].q * 8e9 / std::max(1.0, ports[pf.h[h].q / kPriorities].cap_bps);
+      }
+      queueing += (i < qp.w.size() ? qp.w[i] : 1.0) * ns;
+    }
+    return 2 * qp.path_latency_ns + queueing;
+  }
+  // A new QP's reaction point, from its sending NIC's algorithm.
+  void NewRp(Qp& qp) {
+    const Nic& n = nics[qp.src];
+    if (n.dcqcn) {
+      qp.other_rp.reset();
+      qp.dcqcn_rp = DcqcnRateControl(n.params, n.line_bps, now());
+    } else {
+      qp.other_rp = n.cc->NewRateControl(n.line_bps, now());
+    }
+  }
+  // Gives NIC `ni` the algorithm `cc`; its QPs keep their state where `cc` allows.
+  void ApplyCc(int ni, const std::shared_ptr<const CongestionControl>& cc) {
+    SetNicCc(nics[ni], cc);
+    if (nics[ni].dcqcn) {
+      nics[ni].params = static_cast<const DcqcnCongestionControl&>(*cc).params();
+    }
+    for (auto& qp : qps) {
+      if (qp.src != ni) continue;
+      if (!cc->Reconfigure(&qp.Rc(), now())) {
+        NewRp(qp);
+        qp.feedback.clear();
+        qp.fb_head = 0;
+      } else if (nics[ni].dcqcn) {
+        qp.other_rp.reset();  // DCQCN's state is the inline one
+      }
+    }
+  }
   [[gnu::always_inline]] inline void Deliver(Qp& qp);
   inline void CreditDue(Qp& qp);
   inline void Credit(Qp& qp, double got, double arrived, double marked);

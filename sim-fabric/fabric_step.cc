@@ -45,13 +45,26 @@ void Fabric::Impl::ProcessEvents() {
     unsteady = true;
     switch (e.kind) {
       case kCnp: {
+        // Feedback reaches the sender: a bare CNP (b == 0) or the next queued message.
         Qp& qp = qps[e.a];
-        qp.rp.AdvanceTo(now());
+        RateControl& rc = qp.Rc();
+        rc.AdvanceTo(now());
+        CcFeedback fb;
+        if (e.b != 0 && qp.fb_head < qp.feedback.size()) {
+          fb = qp.feedback[qp.fb_head++];
+          if (qp.fb_head == qp.feedback.size()) {
+            qp.feedback.clear();
+            qp.fb_head = 0;
+          }
+        }
         Nic& n = nics[qp.src];
-        if (qp.rp.OnCnp(now())) {
-          n.rp_handled += 1;
-          ++qp.cnps;
-        } else {
+        const bool cnp = fb.kind == CcFeedback::Kind::kCnp;
+        if (rc.OnFeedback(fb, now())) {
+          if (cnp) {
+            n.rp_handled += 1;
+            ++qp.cnps;
+          }
+        } else if (cnp) {
           n.rp_ignored += 1;
         }
         break;
@@ -187,25 +200,30 @@ inline void Fabric::Impl::Credit(Qp& qp, double got, double arrived, double mark
   if (qp.job < 0 && qp.finish_ns < 0 && qp.lifetime_delivered >= qp.total - kEps) {
     qp.finish_ns = now() + dt();
   }
-  if (marked <= 0) return;
+  if (marked <= 0 && !dn.np_every) return;
+  // The receiver's notification point; its feedback returns over the path's latency.
   unsteady = true;
-  const double pkts = arrived / mtu, mpkts = marked / mtu;
-  dn.np_marked += mpkts;
-  const DcqcnParams& np = dn.params;
-  int cnps = 0;
-  if (np.cnp_interval_ns <= 0) {
-    qp.mark_acc += mpkts;
-    cnps = static_cast<int>(std::min(16.0, std::floor(qp.mark_acc)));
-    qp.mark_acc -= std::floor(qp.mark_acc);
-  } else if (now() - qp.last_cnp >= np.cnp_interval_ns) {
-    const double pm = std::min(1.0, marked / arrived);
-    const double p_any = 1 - std::pow(1 - pm, pkts);
-    if (rng.Uniform() < p_any) cnps = 1;
-  }
-  for (int i = 0; i < cnps; ++i) {
-    qp.last_cnp = now();
-    dn.np_cnp_sent += 1;
-    if (nics[qp.src].params.enabled) Push(now() + qp.cnp_delay, kCnp, qp.id, 0);
+  if (marked > 0) dn.np_marked += marked / mtu;
+  CcDelivery d;
+  d.now = now();
+  d.arrived = arrived;
+  d.marked = marked;
+  d.mtu = mtu;
+  if (dn.np_rtt) d.rtt_ns = RoundTripNs(qp);
+  CcFeedback fb[16];
+  const NotificationPoint& np = dn.cc->notification_point();
+  const int n =
+      dn.dcqcn ? static_cast<const DcqcnNotificationPoint&>(np).OnDelivery(d, &qp.np, rng, fb, 16)
+               : np.OnDelivery(d, &qp.np, rng, fb, 16);
+  const bool sender_on = nics[qp.src].cc_on;
+  for (int i = 0; i < n; ++i) {
+    const bool cnp = fb[i].kind == CcFeedback::Kind::kCnp;
+    if (cnp) dn.np_cnp_sent += 1;
+    if (!sender_on) continue;
+    // A bare CNP carries nothing; anything else waits in the QP's queue.
+    const bool bare = cnp && fb[i].bytes == 0 && fb[i].rtt_ns == 0 && fb[i].ecn_fraction == 0;
+    if (!bare) qp.feedback.push_back(fb[i]);
+    Push(now() + qp.cnp_delay, kCnp, qp.id, bare ? 0 : 1);
   }
 }
 
@@ -219,7 +237,7 @@ void Fabric::Impl::Sources() {
     Port& np = ports[nic.port];
     const bool nic_live = np.live;
     const Queue* nq = &queues[static_cast<size_t>(nic.port) * kPriorities];
-    const bool rp_on = nic.params.enabled;
+    const bool rp_on = nic.cc_on;
     dem.clear();
     // One pass: drop finished QPs from the NIC's active list and collect the demands
     // of the others.
@@ -270,8 +288,16 @@ void Fabric::Impl::Sources() {
         unsteady = true;  // a pause expires without an event
         continue;
       }
-      if (qp.rp.next_event_ns() <= t) qp.rp.AdvanceTo(t);
-      double r = rp_on ? qp.rp.rate_bps() : std::min(nic.line_bps, np.cap_bps);
+      double r;
+      if (nic.dcqcn) {
+        DcqcnRp& rc = qp.dcqcn_rp.rp();
+        if (rc.next_event_ns() <= t) rc.AdvanceTo(t);
+        r = rp_on ? rc.rate_bps() : std::min(nic.line_bps, np.cap_bps);
+      } else {
+        RateControl& rc = qp.Rc();
+        if (rc.next_event_ns() <= t) rc.AdvanceTo(t);
+        r = rp_on ? rc.rate_bps() : std::min(nic.line_bps, np.cap_bps);
+      }
       if (qp.cap_bps > 0) r = std::min(r, qp.cap_bps);
       qp.rate_cap_bps = r;
       r = std::min(r, left * 8e9 / static_cast<double>(step));
@@ -321,7 +347,13 @@ void Fabric::Impl::Sources() {
       nic.tx += bytes;
       // Packet spacing of this flow; a transfer's last (partial) step is no spacing.
       if (qp.sent < qp.total - kEps) nic.TxRate(d.bps);
-      if (rp_on) qp.rp.OnBytesSent(bytes, t);
+      if (rp_on) {
+        if (nic.dcqcn) {
+          qp.dcqcn_rp.rp().OnBytesSent(bytes, t);
+        } else {
+          qp.Rc().OnBytesSent(bytes, t);
+        }
+      }
       // The NIC never queues (it sends at most its line rate and stops when
       // paused), so its egress hop is accounted here and bytes go straight to
       // the first switch.
@@ -409,15 +441,18 @@ void Fabric::Impl::QueuePass() {
       }
       pt.served += served;
     }
-    // RED/ECN on the depth left after this step's service.
+    // The congestion point (RED/ECN by default) on the depth left after this step's
+    // service.
     q.p = 0;
     if (q.q > 0) {
-      double p = 0;
-      if ((pt.ecn_mask & (1u << prio)) && q.q > pt.kmin[prio]) {
-        p = q.q >= pt.kmax[prio]
-                ? 1.0
-                : pt.pmax[prio] * (q.q - pt.kmin[prio]) / (pt.kmax[prio] - pt.kmin[prio]);
-      }
+      CpQueue cq;
+      cq.depth_bytes = q.q;
+      cq.kmin = pt.kmin[prio];
+      cq.kmax = pt.kmax[prio];
+      cq.pmax = pt.pmax[prio];
+      cq.ecn = (pt.ecn_mask & (1u << prio)) != 0;
+      cq.capacity_bps = pt.cap_bps;
+      const double p = cp == &red_ecn ? red_ecn.MarkProbability(cq) : cp->MarkProbability(cq);
       q.p = p;
       q.marked += served * p;
       if (q.q > q.wm) q.wm = q.q;
