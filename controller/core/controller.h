@@ -113,6 +113,9 @@ class Controller {
   }
   // NICs whose transport tolerates reordering (inventory), before Start:
   // their jobs may be sprayed where pinning cannot fit (placement.h).
+  void SetSelectiveRepeatNics(std::set<std::string> nics) {
+    placement_.SetSelectiveRepeatNics(std::move(nics));
+  }
   void SetReorderTolerantNics(std::set<std::string> nics) {
     placement_.SetReorderTolerantNics(std::move(nics));
   }

@@ -329,11 +329,15 @@ int main(int argc, char** argv) {
   const loom::te::DeviceLimitsMap device_limits = loom::loomd::DeviceLimitsOf(sb);
   controller.SetDeviceLimits(device_limits);
   {
-    std::set<std::string> tolerant;
+    std::set<std::string> tolerant, selective_repeat;
     for (const auto& [id, dev] : inventory->devices) {
       if (dev.nic().reorder_tolerance() == loom::v1::REORDER_TOLERANCE_FULL) tolerant.insert(id);
+      if (dev.nic().reorder_tolerance() == loom::v1::REORDER_TOLERANCE_SELECTIVE_REPEAT) {
+        selective_repeat.insert(id);
+      }
     }
     controller.SetReorderTolerantNics(std::move(tolerant));
+    controller.SetSelectiveRepeatNics(std::move(selective_repeat));
   }
   auto warn_uncarried = [&](const loom::v1::LoomdConfig& c) {
     for (const auto& u : loom::controller::Controller::UncarriedSettings(

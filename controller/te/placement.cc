@@ -266,9 +266,18 @@ void Placement::BuildUnits(JobRec& rec, const std::map<std::string, int>& curren
   rec.nic_leaves.erase(std::unique(rec.nic_leaves.begin(), rec.nic_leaves.end()),
                        rec.nic_leaves.end());
   rec.spray_ok = rec.decision.action.spray_eligible();
-  if (!rec.spray_ok && !reorder_tolerant_.empty() && !d.nics.empty()) {
+  rec.spray_cost = 1.0;
+  if (!rec.spray_ok && (!reorder_tolerant_.empty() || !selective_repeat_.empty()) &&
+      !d.nics.empty()) {
     rec.spray_ok = true;
-    for (int n : d.nics) rec.spray_ok &= reorder_tolerant_.count(endpoints_.nic_id(n)) > 0;
+    bool any_sr = false;
+    for (int n : d.nics) {
+      const std::string& nic = endpoints_.nic_id(n);
+      const bool sr = selective_repeat_.count(nic) > 0;
+      any_sr |= sr;
+      rec.spray_ok &= sr || reorder_tolerant_.count(nic) > 0;
+    }
+    if (rec.spray_ok && any_sr) rec.spray_cost = kSelectiveRepeatSprayCost;
   }
   if (rec.decision.action.spray_eligible()) {
     std::vector<std::string> no_spray;
@@ -339,6 +348,11 @@ void Placement::UpdateMax() {
   UpdateSpraying();
 }
 
+void Placement::SetSelectiveRepeatNics(std::set<std::string> nics) {
+  selective_repeat_ = std::move(nics);
+  ++version_;
+}
+
 void Placement::SetReorderTolerantNics(std::set<std::string> nics) {
   reorder_tolerant_ = std::move(nics);
   ++version_;
@@ -364,7 +378,28 @@ bool SameDemandInputs(const v1::Job& a, const v1::Job& b) {
 constexpr size_t kFootprintRoutes = 16384;
 // Spraying must lower the overloaded link's predicted utilization by this much.
 constexpr double kSprayGain = 0.05;
+// A job whose pairing is a guess is sprayed only where spraying costs its NICs less than
+// this factor: whole flows pinned on a wrong guess meet at random (8 flows over 8
+// uplinks load the busiest with 2-3 of them: 2-3x), selective repeat costs ~1.3x.
+constexpr double kUnknownPairingMaxSprayCost = 1.5;
 }  // namespace
+
+// Why a job may be sprayed (for its reason).
+std::string Placement::SprayWhy(const JobRec& rec) {
+  if (rec.decision.action.spray_eligible()) return "the policy allows spraying";
+  if (rec.spray_cost > 1.0) {
+    return "the job's NICs keep out-of-order packets (selective repeat or out-of-order "
+           "placement, inventory); the resends selective repeat pays are counted: its "
+           "sprayed prediction is taken " +
+           [&] {
+             char buf[32];
+             std::snprintf(buf, sizeof(buf), "%.2f", rec.spray_cost);
+             return std::string(buf);
+           }() +
+           "x longer";
+  }
+  return "every NIC of the job tolerates reordering (inventory)";
+}
 
 void Placement::UpdateSpraying() {
   bool any = false;
@@ -379,7 +414,7 @@ void Placement::UpdateSpraying() {
   // by measurement): spraying fits any matrix, pinning only the right one.
   for (auto& [id, rec] : jobs_) {
     if (!rec.spray_ok || rec.demand_source != DemandSource::kPattern || confirmed_.count(id) ||
-        !PairingUnknown(rec.job.collective())) {
+        !PairingUnknown(rec.job.collective()) || rec.spray_cost > kUnknownPairingMaxSprayCost) {
       continue;
     }
     size_t count = 0;
@@ -400,9 +435,7 @@ void Placement::UpdateSpraying() {
                      " destination(s) sprayed per packet: the job's pattern does not fix who "
                      "sends to whom, so its pairs are a guess until measured or stated, and "
                      "spraying fits any traffic matrix; " +
-                     (rec.decision.action.spray_eligible()
-                          ? std::string("the policy allows spraying")
-                          : std::string("every NIC of the job tolerates reordering (inventory)"));
+                     SprayWhy(rec);
   }
   if (max_utilization_ <= 1.0 + 1e-9) return;
   // Where pinning cannot fit: a leaf with a link predicted over capacity. For each job
@@ -498,7 +531,10 @@ void Placement::UpdateSpraying() {
       std::map<int, double> after_j;
       job_edges(rec, &after_j);
       for (size_t u : cand) rec.sprayed[u] = 0;
-      double sum_before = predicted(before_j, eff), sum_after = predicted(after_j, after);
+      // Selective-repeat NICs pay for the reordering: the job's sprayed prediction is
+      // taken spray_cost times longer.
+      double sum_before = predicted(before_j, eff),
+             sum_after = predicted(after_j, after) * rec.spray_cost;
       const double j_before = sum_before, j_after = sum_after;
       for (const auto& [oid, other] : jobs_) {
         if (&other == &rec) continue;
@@ -526,9 +562,7 @@ void Placement::UpdateSpraying() {
         Percent(worst_before) + " pinned, " + Percent(worst_after) +
         " sprayed; the summed prediction of the job and of the jobs it shares links with "
         "drops by more than 5 %); " +
-        (rec.decision.action.spray_eligible()
-             ? std::string("the policy allows spraying")
-             : std::string("every NIC of the job tolerates reordering (inventory)"));
+        SprayWhy(rec);
   }
 }
 

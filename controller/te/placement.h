@@ -127,6 +127,16 @@ class Placement {
   // sprayed per packet where pinning cannot fit, as one whose policy says
   // spray_eligible. Takes effect at the next Upsert/Recompute.
   void SetReorderTolerantNics(std::set<std::string> nics);
+  // NICs that keep out-of-order packets but resend one per reorder event (inventory
+  // nic.reorder_tolerance SELECTIVE_REPEAT): a job whose NICs are all tolerant or
+  // selective-repeat may be sprayed too, its predicted completion when sprayed taken
+  // kSelectiveRepeatSprayCost times longer (the resends).
+  void SetSelectiveRepeatNics(std::set<std::string> nics);
+  // A selective-repeat NIC resends a packet per reorder event; spraying at full load
+  // reorders about a third of the packets (sim-fabric/reorder.h's model: 8 flows sprayed
+  // over 4 fully used uplinks deliver 1.21 of 1.60 Tb/s): a sprayed job is predicted to
+  // take this much longer.
+  static constexpr double kSelectiveRepeatSprayCost = 1.33;
 
   double max_utilization() const { return max_utilization_; }
   const FabricGraph& graph() const { return graph_; }
@@ -144,6 +154,9 @@ class Placement {
     // job's leaves spray its class: what the demand predicts is pinned by
     // colored routes, traffic it does not predict (no route) is sprayed.
     bool spray_ok = false;
+    // What spraying costs the job's NICs: 1 (policy, or every NIC tolerant), or the
+    // selective-repeat factor on its predicted completion.
+    double spray_cost = 1.0;
     std::vector<int> nic_leaves;  // leaves of the job's NICs (sorted)
     // Per unit: sprayed at its source leaves instead of pinned (UpdateSpraying).
     std::vector<char> sprayed;
@@ -180,6 +193,7 @@ class Placement {
   // quality, as switch per-packet spraying does. Load accounting stays with
   // the pinned top (an approximation: the spread evens out what is pinned).
   void UpdateSpraying();
+  static std::string SprayWhy(const JobRec& rec);
   // Compact route table (see DesiredStates), rebuilt when version_ moved.
   void BuildRouteTable() const;
   // Routes needed per leaf (before budgets), kept up to date with the units
@@ -206,6 +220,7 @@ class Placement {
   // job -> measured demand scale (absent = 1).
   std::map<std::string, double> scale_;
   std::set<std::string> reorder_tolerant_;
+  std::set<std::string> selective_repeat_;
   std::set<std::string> confirmed_;  // jobs whose pattern prior measurement confirmed
   // job -> measured traffic matrix (absent = the stated matrix or the pattern).
   std::map<std::string, std::vector<NicDemand>> measured_;

@@ -283,10 +283,10 @@ RunResult RunMode(const Scenario& s, Variant variant, Mode mode, uint64_t seed, 
     // The NICs: go-back-N (the emulator's default) or reorder-tolerant (out-of-order
     // placement; Loom is told so by the inventory).
     o.nics_reorder_tolerant = mode == Mode::kFullRt || mode == Mode::kSprayRt;
-    // Selective-repeat NICs: the inventory says so, and Loom never sprays them.
-    if (mode == Mode::kFullSr || mode == Mode::kSpraySr) {
-      o.fabric.nic_reorder = loom::sim::ReorderMode::kSelectiveRepeat;
-    }
+    // Selective-repeat NICs (the inventory says so for Loom: it may spray them, counting
+    // the resends).
+    if (mode == Mode::kFullSr) o.nics_selective_repeat = true;
+    if (mode == Mode::kSpraySr) o.fabric.nic_reorder = loom::sim::ReorderMode::kSelectiveRepeat;
     o.db_path = dir + "/loom.db";
     auto& ad = o.controller.adaptive;
     if (!full) ad.glb = ad.alb = ad.dlb_tuning = ad.remediation = false;
@@ -496,7 +496,8 @@ int Main(int argc, char** argv) {
           "| moe-3tier | failure-3tier | oversub (default: all seven)\n"
           "  --mode: ecmp | ecmp-qp | dlb | dlb-alb | spray | spray-sr | spray-rt | telb | full "
           "| full-sr | full-rt (default: all eleven; NICs are go-back-N except in *-sr "
-          "(selective repeat: a reorder event costs a resent packet; Loom does not spray them) "
+          "(selective repeat: a reorder event costs a resent packet; the inventory says so and "
+          "Loom may spray them, counting that cost) "
           "and *-rt (out-of-order placement: no cost; Loom's inventory says so and it may "
           "spray))\n"
           "  --quick: every scenario at a small size (32-64 GPUs)\n"
@@ -557,8 +558,9 @@ int Main(int argc, char** argv) {
       "Loom TELB (colored routes "
       "only); Loom full (TELB + GLB + ALB + DLB tuning + remediation, NIC telemetry "
       "subscribed); Loom full RT NICs (the same, reorder-tolerant NICs in the inventory and "
-      "the emulator: Loom may spray); Loom full SR NICs (selective-repeat NICs: Loom does not "
-      "spray them)\n");
+      "the emulator: Loom may spray); Loom full SR NICs (selective-repeat NICs in the inventory "
+      "and the "
+      "emulator: Loom may spray, counting the resends)\n");
   std::printf(
       "ideal = per job alone: iterations x max(busiest NIC's fabric bytes at line rate, "
       "busiest leaf's (pod's) uplink bytes at the leaf's (pod's) total uplink capacity) + "

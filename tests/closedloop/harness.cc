@@ -57,6 +57,9 @@ ClosedLoop::ClosedLoop(LoopOptions options)
   // The emulated NICs behave as the inventory Loom is given says they do.
   if (options_.nics_reorder_tolerant)
     options_.fabric.nic_reorder = loom::sim::ReorderMode::kTolerant;
+  if (options_.nics_selective_repeat) {
+    options_.fabric.nic_reorder = loom::sim::ReorderMode::kSelectiveRepeat;
+  }
   fabric_ = loom::sim::Fabric::Create(options_.topology, options_.fabric, &error);
   if (!fabric_) throw std::runtime_error("fabric: " + error);
   loom::telemetry::LinkStateOptions lopts;
@@ -105,6 +108,13 @@ void ClosedLoop::StartController() {
       if (d.role() == v1::DEVICE_ROLE_NIC) nics.insert(d.id());
     }
     controller_->SetReorderTolerantNics(std::move(nics));
+  }
+  if (options_.nics_selective_repeat) {
+    std::set<std::string> nics;
+    for (const auto& d : options_.topology.devices()) {
+      if (d.role() == v1::DEVICE_ROLE_NIC) nics.insert(d.id());
+    }
+    controller_->SetSelectiveRepeatNics(std::move(nics));
   }
   st = controller_->Start();
   if (!st.ok()) throw std::runtime_error("controller: " + st.message());

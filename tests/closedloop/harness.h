@@ -41,6 +41,10 @@ struct LoopOptions {
   // FULL would say): Loom may spray jobs where pinning cannot fit, and the emulated NICs
   // place out-of-order packets (fabric.nic_reorder = kTolerant; else go-back-N).
   bool nics_reorder_tolerant = false;
+  // Every NIC keeps out-of-order packets with selective repeat (a resend per reorder
+  // event), the inventory says so: Loom may spray at that cost; the emulated NICs are
+  // fabric.nic_reorder = kSelectiveRepeat.
+  bool nics_selective_repeat = false;
   std::string db_path;  // SQLite file; the caller owns its directory
   loom::controller::ControllerOptions controller;
 };

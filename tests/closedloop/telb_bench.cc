@@ -86,8 +86,9 @@ struct Args {
 
 // ------------------------------------------------------------------ 1. JCT
 
-enum class Mode { kEcmp, kEcmpQp, kDlb, kLoom };
-constexpr Mode kModes[] = {Mode::kEcmp, Mode::kEcmpQp, Mode::kDlb, Mode::kLoom};
+enum class Mode { kEcmp, kEcmpQp, kDlb, kSpray, kSpraySr, kSprayRt, kLoom };
+constexpr Mode kModes[] = {Mode::kEcmp,    Mode::kEcmpQp,  Mode::kDlb, Mode::kSpray,
+                           Mode::kSpraySr, Mode::kSprayRt, Mode::kLoom};
 
 const char* ModeName(Mode m) {
   switch (m) {
@@ -97,6 +98,12 @@ const char* ModeName(Mode m) {
       return "ECMP+QP entropy";
     case Mode::kDlb:
       return "DLB flowlet";
+    case Mode::kSpray:
+      return "spraying (GBN)";
+    case Mode::kSpraySr:
+      return "spraying (SR)";
+    case Mode::kSprayRt:
+      return "spraying (RT)";
     case Mode::kLoom:
       return "Loom TELB";
   }
@@ -125,10 +132,17 @@ RunResult RunMode(const Scenario& s, Mode mode, uint64_t seed, TimeNs step_ns) {
     o.fabric.step_ns = step_ns;
     o.loom_programs = mode == Mode::kLoom;
     o.db_path = dir + "/loom.db";
+    // Per-packet spraying on every switch, with go-back-N (the emulator's default),
+    // selective-repeat or reorder-tolerant NICs (sim-fabric/reorder.h).
+    if (mode == Mode::kSpraySr) o.fabric.nic_reorder = loom::sim::ReorderMode::kSelectiveRepeat;
+    if (mode == Mode::kSprayRt) o.fabric.nic_reorder = loom::sim::ReorderMode::kTolerant;
     ClosedLoop loop(o);
     auto& f = loop.fabric();
     if (mode == Mode::kEcmpQp) f.SetHashDestQp("*", true);
     if (mode == Mode::kDlb) f.SetForwardingMode("*", loom::sim::ForwardingMode::kDlbFlowlet);
+    if (mode == Mode::kSpray || mode == Mode::kSpraySr || mode == Mode::kSprayRt) {
+      f.SetForwardingMode("*", loom::sim::ForwardingMode::kDlbPerPacket);
+    }
     for (JobSpec spec : s.jobs) {
       if (mode == Mode::kEcmpQp) spec.qps_per_connection = s.qp_entropy_qps;
       auto job = loop.AddJob(spec);
@@ -431,8 +445,28 @@ void RunJct(const Args& args) {
   for (Mode m : kModes) std::printf(" %23.2f", ecmp / Mean(per_seed_mean[m]));
   std::printf("\n");
   double speedup = ecmp / Mean(per_seed_mean[Mode::kLoom]);
-  std::printf("Loom TELB vs static ECMP, mean JCT: %.2fx faster (goal >= 1.3x: %s)\n\n", speedup,
+  std::printf("Loom TELB vs static ECMP, mean JCT: %.2fx faster (goal >= 1.3x: %s)\n", speedup,
               speedup >= 1.3 ? "met" : "NOT met");
+  // Against the best a user can configure by hand with each kind of NIC (Loom TELB pins
+  // whole flows and never sprays, so reordering never costs it anything).
+  const double loom = Mean(per_seed_mean[Mode::kLoom]);
+  for (Mode spray : {Mode::kSpray, Mode::kSpraySr, Mode::kSprayRt}) {
+    double best = 0;
+    Mode best_mode = Mode::kEcmp;
+    for (Mode m : {Mode::kEcmp, Mode::kEcmpQp, Mode::kDlb, spray}) {
+      const double x = Mean(per_seed_mean[m]);
+      if (best == 0 || x < best) {
+        best = x;
+        best_mode = m;
+      }
+    }
+    std::printf("  with %s NICs: Loom TELB / best hand-configured mode (%s) = %.3f\n",
+                spray == Mode::kSpray     ? "go-back-N"
+                : spray == Mode::kSpraySr ? "selective-repeat"
+                                          : "reorder-tolerant",
+                ModeName(best_mode), loom / best);
+  }
+  std::printf("\n");
   if (!args.svg.empty()) {
     WriteSvg(args.svg, s, 1,
              {{"static ECMP", results[Mode::kEcmp][0]}, {"Loom TELB", results[Mode::kLoom][0]}});

@@ -231,5 +231,36 @@ TEST(PlacementTest, UnknownPairingIsSprayedUntilConfirmedWhenTheNicsTolerateReor
   }
 }
 
+// Selective-repeat NICs keep out-of-order packets but resend one per reorder event:
+// a job whose NICs are all selective repeat (or tolerant) is sprayed while its pairing is
+// unknown, with the cost in its reason; one NIC that goes back N keeps the job pinned.
+TEST(PlacementTest, SelectiveRepeatNicsAreSprayedWithTheirCostCountedGoBackNOnesAreNot) {
+  auto topo = loom::testing::SmallFabric();
+  const std::vector<std::string> eps = {"host000-gpu0", "host000-gpu1", "host002-gpu0",
+                                        "host002-gpu1"};
+  auto sprayed = [](const v1::PathAssignment& a) {
+    int n = 0;
+    for (const auto& r : a.routes()) n += r.sprayed_at_size() > 0;
+    return n;
+  };
+  {
+    Placement p(topo, {});
+    p.SetSelectiveRepeatNics({"host000-nic0", "host000-nic1", "host002-nic0"});
+    p.SetReorderTolerantNics({"host002-nic1"});
+    auto a = p.Upsert(Job("perm", eps, v1::COLLECTIVE_PATTERN_PERMUTATION));
+    ASSERT_GT(a.routes_size(), 0);
+    EXPECT_EQ(sprayed(a), a.routes_size());
+    EXPECT_NE(a.reason().find("selective repeat"), std::string::npos) << a.reason();
+    EXPECT_NE(a.reason().find("1.33x longer"), std::string::npos) << a.reason();
+  }
+  {
+    Placement p(topo, {});
+    p.SetSelectiveRepeatNics(
+        {"host000-nic0", "host000-nic1", "host002-nic0"});  // host002-nic1: GBN
+    auto a = p.Upsert(Job("perm", eps, v1::COLLECTIVE_PATTERN_PERMUTATION));
+    EXPECT_EQ(sprayed(a), 0);
+  }
+}
+
 }  // namespace
 }  // namespace loom::te
