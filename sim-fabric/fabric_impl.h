@@ -212,7 +212,8 @@ struct Fabric::Impl {
     // Last step, for quiescence detection (fast-forward): bytes sent and delivered, the
     // demand before the NIC's fair sharing and the rate cap without the quota limit (b/s).
     double step_bytes = 0, step_got = 0, demand_bps = 0, rate_cap_bps = 0;
-    double step_oos = 0;  // out-of-sequence packets the receiver saw in the last step
+    double step_oos = 0;   // out-of-sequence packets the receiver saw in the last step
+    double spray_bps = 0;  // the last rate it sent at (packet spacing of what arrives)
     double lifetime_sent = 0, lifetime_delivered = 0;
     // AddFlow flows: when added, and the end of the step that delivered the last byte.
     TimeNs start_ns = 0, finish_ns = -1;
@@ -240,9 +241,12 @@ struct Fabric::Impl {
     const RateControl& Rc() const {
       return other_rp ? *other_rp : static_cast<const RateControl&>(dcqcn_rp);
     }
-    // Feedback in flight to the sender that is more than a bare CNP, oldest at fb_head.
+    // Feedback in flight to the sender that is more than a bare CNP, oldest at fb_head;
+    // its events carry fb_gen, bumped when the QP's algorithm is replaced (what was in
+    // flight for the old one is dropped).
     std::vector<CcFeedback> feedback;
     size_t fb_head = 0;
+    int fb_gen = 1;
     uint32_t dest_qp = 0, sport = 0;
     uint32_t color = 0;
     double total = 0;
@@ -368,7 +372,9 @@ struct Fabric::Impl {
     nic.cc_on = nic.cc->enabled();
     nic.np_every = nic.cc->notification_point().every_delivery();
     nic.np_rtt = nic.cc->notification_point().needs_rtt();
-    nic.dcqcn = dynamic_cast<const DcqcnCongestionControl*>(nic.cc.get()) != nullptr;
+    const auto* d = dynamic_cast<const DcqcnCongestionControl*>(nic.cc.get());
+    nic.dcqcn = d != nullptr;
+    if (d) nic.params = d->params();  // NewRp builds DCQCN's reaction points from these
   }
   TimeNs now() const { return f->now_; }
   TimeNs dt() const { return f->opt_.step_ns; }
@@ -630,15 +636,13 @@ struct Fabric::Impl {
   // Gives NIC `ni` the algorithm `cc`; its QPs keep their state where `cc` allows.
   void ApplyCc(int ni, const std::shared_ptr<const CongestionControl>& cc) {
     SetNicCc(nics[ni], cc);
-    if (nics[ni].dcqcn) {
-      nics[ni].params = static_cast<const DcqcnCongestionControl&>(*cc).params();
-    }
     for (auto& qp : qps) {
       if (qp.src != ni) continue;
       if (!cc->Reconfigure(&qp.Rc(), now())) {
         NewRp(qp);
         qp.feedback.clear();
         qp.fb_head = 0;
+        ++qp.fb_gen;
       } else if (nics[ni].dcqcn) {
         qp.other_rp.reset();  // DCQCN's state is the inline one
       }

@@ -459,21 +459,22 @@ void Fabric::Impl::Route(Qp& qp, bool keep_dlb) {
 void Fabric::Impl::MarkPrivateHops(Qp& qp) {
   const size_t k = qp.pfs.size();
   if (k > 1) spray_jitter = true;
+  // A queue is shared when it is on every sub-flow's path (a path crosses a queue once).
+  std::vector<int> all;
+  if (k > 1) {
+    for (int pi : qp.pfs) {
+      for (int h = 0; h < pfs[pi].n; ++h) all.push_back(pfs[pi].h[h].q);
+    }
+    std::sort(all.begin(), all.end());
+  }
   for (size_t i = 0; i < k; ++i) {
     PathFlow& pf = pfs[qp.pfs[i]];
     pf.c2 = k > 1 ? 1 - qp.w[i] : 0;
     pf.private_hops = 0;
     if (k < 2) continue;
     for (int h = 0; h < pf.n; ++h) {
-      bool everywhere = true;
-      for (size_t j = 0; j < k && everywhere; ++j) {
-        if (j == i) continue;
-        const PathFlow& o = pfs[qp.pfs[j]];
-        bool found = false;
-        for (int g = 0; g < o.n && !found; ++g) found = o.h[g].q == pf.h[h].q;
-        everywhere = found;
-      }
-      if (!everywhere) pf.private_hops |= 1u << h;
+      const auto [lo, hi] = std::equal_range(all.begin(), all.end(), pf.h[h].q);
+      if (static_cast<size_t>(hi - lo) < k) pf.private_hops |= 1u << h;
     }
   }
 }

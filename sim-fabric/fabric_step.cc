@@ -50,10 +50,17 @@ void Fabric::Impl::ProcessEvents() {
         RateControl& rc = qp.Rc();
         rc.AdvanceTo(now());
         CcFeedback fb;
-        if (e.b != 0 && qp.fb_head < qp.feedback.size()) {
+        if (e.b != 0) {
+          // Feedback for an algorithm the QP no longer runs is dropped.
+          if (e.b != qp.fb_gen || qp.fb_head >= qp.feedback.size()) break;
           fb = qp.feedback[qp.fb_head++];
           if (qp.fb_head == qp.feedback.size()) {
             qp.feedback.clear();
+            qp.fb_head = 0;
+          } else if (qp.fb_head >= 64 && 2 * qp.fb_head >= qp.feedback.size()) {
+            // Always some in flight (an ACK per step): drop the consumed front.
+            qp.feedback.erase(qp.feedback.begin(),
+                              qp.feedback.begin() + static_cast<std::ptrdiff_t>(qp.fb_head));
             qp.fb_head = 0;
           }
         }
@@ -119,7 +126,7 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
   const double mtu = opt().mtu_bytes;
   Nic& dn = nics[qp.dst];
   double discarded = 0;
-  if (sprayed && qp.send_bps > 0) {
+  if (sprayed && qp.spray_bps > 0) {
     // Consecutive packets on different paths overtake each other when the first one's
     // path is slower by more than their spacing: fluid queues plus packet-level jitter
     // where streams merge (reorder.h). Out-of-sequence packets are counted; what the
@@ -128,31 +135,44 @@ inline void Fabric::Impl::Deliver(Qp& qp) {
     sp_w.assign(qp.w.begin(), qp.w.end());
     sp_base.assign(k, 0.0);
     sp_jit.assign(k, reorder::PathJitter{});
-    double queueing_ns = 0;
+    double queueing_ns = 0, base_lo = kInf, base_hi = 0;
+    bool jitter = false;
     const TimeNs t = now();
+    // The stream a sub-flow brings to each queue: its share of what the QP sends.
+    const double sent = qp.step_bytes > 0 ? qp.step_bytes : BytesPerStep(qp.spray_bps, dt());
     for (size_t i = 0; i < k; ++i) {
       const PathFlow& pf = pfs[qp.pfs[i]];
-      const double stream = qp.step_bytes * qp.w[i];
+      const double stream = sent * qp.w[i];
       double all_ns = 0;
       for (int h = 0; h < pf.n; ++h) {
         const Queue& q = queues[pf.h[h].q];
-        const double fluid_ns = q.q * 8e9 / std::max(1.0, ports[pf.h[h].q / kPriorities].cap_bps);
+        const Port& pt = ports[pf.h[h].q / kPriorities];
+        const double fluid_ns = q.q * 8e9 / std::max(1.0, pt.cap_bps);
         all_ns += fluid_ns;
         if (!(pf.private_hops & (1u << h))) continue;
-        sp_base[i] += fluid_ns;
+        // A path's own delay: queueing and its links' propagation (paths of different
+        // lengths or cable runs reorder too).
+        sp_base[i] += fluid_ns + static_cast<double>(pt.delay);
         if (q.jit_t < t - dt() || q.jit_arr <= 0) continue;
         sp_jit[i].Add(reorder::StreamWait(q.jit, stream / q.jit_arr));
       }
+      jitter |= sp_jit[i].p > 0;
+      base_lo = std::min(base_lo, sp_base[i]);
+      base_hi = std::max(base_hi, sp_base[i]);
       queueing_ns += qp.w[i] * all_ns;
     }
-    const double spacing_ns = mtu * 8e9 / qp.send_bps;
-    const double p = reorder::ReorderProbability(sp_w, sp_base, sp_jit, spacing_ns);
+    const double spacing_ns = mtu * 8e9 / qp.spray_bps;
+    // Equal quiet paths (no jitter, delays within a packet's spacing) cannot reorder.
+    double p = jitter || base_hi - base_lo > spacing_ns
+                   ? reorder::ReorderProbability(sp_w, sp_base, sp_jit, spacing_ns)
+                   : 0.0;
+    if (p < 1e-9) p = 0;  // rounding: neither counted nor a reason to leave steady state
     if (p > 0) {
       qp.step_oos = p * got / mtu;
       dn.oos += qp.step_oos;
       if (dn.reorder != ReorderMode::kTolerant) {
         const double rtt_ns = 2 * qp.path_latency_ns + queueing_ns;
-        const double window = qp.send_bps * rtt_ns / 8e9 / mtu;
+        const double window = qp.spray_bps * rtt_ns / 8e9 / mtu;
         discarded = got * (1 - reorder::Goodput(dn.reorder, p, window));
       }
     }
@@ -223,7 +243,7 @@ inline void Fabric::Impl::Credit(Qp& qp, double got, double arrived, double mark
     // A bare CNP carries nothing; anything else waits in the QP's queue.
     const bool bare = cnp && fb[i].bytes == 0 && fb[i].rtt_ns == 0 && fb[i].ecn_fraction == 0;
     if (!bare) qp.feedback.push_back(fb[i]);
-    Push(now() + qp.cnp_delay, kCnp, qp.id, bare ? 0 : 1);
+    Push(now() + qp.cnp_delay, kCnp, qp.id, bare ? 0 : qp.fb_gen);
   }
 }
 
@@ -342,6 +362,7 @@ void Fabric::Impl::Sources() {
       if (bytes != d.prev && Changed(bytes, d.prev)) unsteady = true;
       qp.last_send = t;
       qp.send_bps = d.bps;
+      if (d.bps > 0) qp.spray_bps = d.bps;
       qp.sent += bytes;
       qp.lifetime_sent += bytes;
       nic.tx += bytes;

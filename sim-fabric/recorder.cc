@@ -1,6 +1,7 @@
 #include "sim-fabric/recorder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -122,9 +123,11 @@ bool Recorder::WriteQpsCsv(const std::string& path, std::string* error) const {
   if (!Open(path, &out, error)) return false;
   out << "time_us,qp,job,rate_gbps,target_gbps,send_gbps,alpha\n";
   for (const auto& r : qp_rows_) {
-    char buf[128];
-    std::snprintf(buf, sizeof(buf), "%.3f,%.3f,%.3f,%.5f", r.rate / 1e9, r.target / 1e9,
-                  r.send / 1e9, r.alpha);
+    // An algorithm without a target rate or alpha (congestion_control.h) leaves them empty.
+    char target[32] = "", alpha[32] = "", buf[128];
+    if (!std::isnan(r.target)) std::snprintf(target, sizeof(target), "%.3f", r.target / 1e9);
+    if (!std::isnan(r.alpha)) std::snprintf(alpha, sizeof(alpha), "%.5f", r.alpha);
+    std::snprintf(buf, sizeof(buf), "%.3f,%s,%.3f,%s", r.rate / 1e9, target, r.send / 1e9, alpha);
     out << r.t / 1000.0 << ',' << r.qp << ',' << r.job << ',' << buf << '\n';
   }
   return true;

@@ -42,8 +42,9 @@
 //     IRN, Mittal et al., SIGCOMM 2018): one duplicate per event, 1 / (1 + p);
 //     tolerant (out-of-order placement): 1.
 //
-// Pure functions, no state; the engine (fabric_step.cc) calls them per step for sprayed
-// QPs whose receiver is not tolerant.
+// Pure functions, no state; the engine (fabric_step.cc) calls them per step for every
+// sprayed QP (the receiver counts out-of-sequence packets whatever it does with them; what
+// they cost depends on the receiver).
 #ifndef LOOM_SIM_FABRIC_REORDER_H_
 #define LOOM_SIM_FABRIC_REORDER_H_
 

@@ -1072,7 +1072,12 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
       for (size_t u = 0; u < units.size(); ++u) {
         if (!prot.moved[u]) continue;
         Solver::Cand c;
-        if (chosen->Find(u, prot.top[u], &c)) chosen->Assign(u, &c);
+        if (chosen->Find(u, prot.top[u], &c)) {
+          chosen->Assign(u, &c);
+        } else {
+          prot.moved[u] = 0;  // not a candidate after all: stays, without that backup
+          prot.backup[u] = -1;
+        }
       }
     }
   }

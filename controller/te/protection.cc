@@ -308,14 +308,18 @@ ProtectionResult Protect(const FabricGraph& g, const std::vector<Unit>& units,
   int hot = -1;
   r.deficit_before = p.Deficit(r.backup, &r.worst_utilization, &hot);
   r.deficit_after = r.deficit_before;
-  // Room-making moves: never above the ceiling (or the busiest edge of the moved unit's
-  // own path), never while the fabric is over capacity in normal operation (that comes
-  // first).
-  const double limit = params.ceiling;
+  // Room-making moves: never above the ceiling or the normal maximum, whichever is lower
+  // (or the busiest edge of the moved unit's own path), never while the fabric is over
+  // capacity in normal operation (that comes first).
+  const double limit = std::min(params.ceiling, normal_max);
+  const double pairs = static_cast<double>(p.num_pairs());
   const bool repair =
       params.allow_moves && normal_max <= 1.0 + kEps && p.num_pairs() <= params.max_pairs;
   constexpr size_t kCandidates = 16;
-  while (repair && r.deficit_after > 1.0 && hot >= 0 && r.trials < params.max_trials) {
+  auto budget = [&] {
+    return r.trials < params.max_trials && r.trials * pairs < params.max_trial_work;
+  };
+  while (repair && r.deficit_after > 1.0 && hot >= 0 && budget()) {
     const std::vector<size_t> on_hot = p.UnitsOn(hot);
     size_t best_u = 0;
     int best_t = -1;
@@ -325,7 +329,7 @@ ProtectionResult Protect(const FabricGraph& g, const std::vector<Unit>& units,
       const size_t u = on_hot[i];
       if (u >= movable.size() || !movable[u]) continue;
       const int from = p.top()[u];
-      for (int t = 0; t < g.num_tops() && r.trials < params.max_trials; ++t) {
+      for (int t = 0; t < g.num_tops() && budget(); ++t) {
         if (t == from || !p.Usable(u, t) || !p.Fits(u, t, limit)) continue;
         ++r.trials;
         p.Move(u, t);

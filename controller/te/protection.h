@@ -25,14 +25,16 @@
 // tops are scanned in a per-unit rotation and the first that adds no overload and stays
 // within the ceiling ends the scan.
 // (2) Room: while the deficit is positive, the edge with the largest post-failure
-// overload names the units that load it in normal operation; each movable one is
-// tried on every other top where no edge of its path goes above `ceiling` (or above the
-// busiest edge of the path it leaves, when that is higher), backups are recomputed, and
-// the move that
-// lowers the deficit most is kept. Stops when nothing lowers it, or at `max_trials`.
+// overload names the units that load it in normal operation (the 16 that load it
+// most); each movable one is tried on every other top where no edge of its path goes
+// above the lower of `ceiling` and the normal maximum utilization (or above the busiest
+// edge of the path it leaves, when that is higher): the fabric maximum never rises. The
+// move that lowers the deficit most (the other backups kept) is made, backups are
+// recomputed, and the loop goes on until nothing lowers it, or `max_trials`, or
+// `max_trial_work` pair evaluations.
 //
 // Complexity: (1) is O(P * K) for P (unit, source leaf) pairs and K tops; (2) is
-// O(trials * P * K). (2) is skipped above `max_pairs` pairs and (1) above
+// O(trials * P log P). (2) is skipped above `max_pairs` pairs and (1) above
 // `max_backup_work` = P * K; callers then keep their own backups.
 // Assumptions: 2-tier fabric (leaf -> top -> leaf paths); one link fails at a time;
 // the normal load on the failed primary's other edge is left in place (conservative).
@@ -48,11 +50,13 @@
 namespace loom::te {
 
 struct ProtectionParams {
-  // Normal-operation utilization a protection move may raise an edge to (or the busiest
-  // edge of the moved unit's current path, when higher): protection never worsens the
-  // placement's objective.
+  // Normal-operation utilization a protection move may raise an edge to, when the
+  // normal maximum is higher (else the normal maximum; the busiest edge of the moved
+  // unit's current path, when that is higher still): protection never raises the
+  // placement's objective, the fabric maximum utilization.
   double ceiling = 0.9;
   int max_trials = 4000;
+  double max_trial_work = 5e7;  // trials x pairs
   // Room-making moves at all (a full recompute; an incremental placement only picks
   // backups).
   bool allow_moves = true;

@@ -187,17 +187,24 @@ TEST(CongestionControlSeam, TheCongestionPointDecidesWhatIsMarked) {
   EXPECT_GT(none.mean_queue, red.mean_queue);
 }
 
-TEST(CongestionControlSeam, SwitchingANicsAlgorithmReplacesItsQpsReactionPoints) {
+// The notification point is the receiver's and the reaction point the sender's: a
+// connection needs both ends on one algorithm, so the test switches every NIC.
+TEST(CongestionControlSeam, SwitchingTheAlgorithmReplacesTheQpsReactionPoints) {
   auto topo = Clos(1, 1, 3, 100e9, 100e9);
   FabricOptions o;
+  o.congestion_point = std::make_shared<NoMarking>();  // the delay-based one needs no ECN
   auto f = Make(topo, o);
   const int q = f->AddFlow(Nic(0), Nic(2), 0);
-  f->AddFlow(Nic(1), Nic(2), 0);
+  const int q2 = f->AddFlow(Nic(1), Nic(2), 0);
   f->RunUntil(2 * kNsPerMs);
   EXPECT_FALSE(std::isnan(f->GetQp(q).alpha));  // DCQCN's alpha
-  ASSERT_TRUE(f->SetCongestionControl(Nic(0), std::make_shared<DelayCc>(DelayParams{})).ok());
-  f->RunUntil(4 * kNsPerMs);
+  ASSERT_TRUE(f->SetCongestionControl("*", std::make_shared<DelayCc>(DelayParams{})).ok());
+  f->RunUntil(6 * kNsPerMs);
   EXPECT_TRUE(std::isnan(f->GetQp(q).alpha));  // the delay-based one has none
+  // It acts: two 100G senders into one 100G receiver share it instead of both sending at
+  // line rate into PFC.
+  const double r1 = f->GetQp(q).rate_bps, r2 = f->GetQp(q2).rate_bps;
+  EXPECT_LT(r1 + r2, 1.5 * 100e9) << r1 / 1e9 << " + " << r2 / 1e9 << " Gb/s";
   EXPECT_GT(f->GetQp(q).delivered_bytes, 0);
   EXPECT_FALSE(
       f->SetCongestionControl("no-such-nic", std::make_shared<DelayCc>(DelayParams{})).ok());

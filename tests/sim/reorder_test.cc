@@ -139,10 +139,11 @@ struct SprayRun {
   double discarded_fraction = 0;
 };
 
-SprayRun RunSprayedPermutation(ReorderMode mode, double nic_bps) {
+SprayRun RunSprayedPermutation(ReorderMode mode, double nic_bps, bool fast_forward = true) {
   auto topo = Clos(2, 4, 8, nic_bps, 400e9);  // leaf0: host000-007, leaf1: host008-015
   FabricOptions o;
   o.nic_reorder = mode;
+  o.fast_forward = fast_forward;
   auto f = Make(topo, o);
   EXPECT_TRUE(f->SetForwardingMode("*", ForwardingMode::kDlbPerPacket).ok());
   std::vector<int> qps;
@@ -188,6 +189,24 @@ TEST(ReorderEngine, SprayedStreamsThatMergeReorderAndGoBackNPaysMost) {
     EXPECT_GT(gbn.discarded_fraction, full ? 0.5 : 0.1);
     EXPECT_GT(tol.oos_fraction, full ? 0.1 : 0.005);
   }
+}
+
+// A selective-repeat receiver resends one packet per reorder event: what it discards is
+// the out-of-sequence bytes over (1 + p), p the out-of-sequence share of what arrived.
+TEST(ReorderEngine, SelectiveRepeatResendsOnePacketPerReorderEvent) {
+  const SprayRun sr = RunSprayedPermutation(ReorderMode::kSelectiveRepeat, 200e9);
+  const double p = sr.oos_fraction;
+  ASSERT_GT(p, 0.05);
+  EXPECT_NEAR(sr.discarded_fraction, p / (1 + p), 0.1 * p / (1 + p));
+}
+
+// Quiescent jumps count the out-of-sequence packets stepping would have counted.
+TEST(ReorderEngine, FastForwardCountsWhatSteppingCounts) {
+  const SprayRun ff = RunSprayedPermutation(ReorderMode::kTolerant, 100e9, true);
+  const SprayRun step = RunSprayedPermutation(ReorderMode::kTolerant, 100e9, false);
+  ASSERT_GT(step.oos_fraction, 0);
+  EXPECT_NEAR(ff.oos_fraction, step.oos_fraction, 0.01 * step.oos_fraction);
+  EXPECT_NEAR(ff.gbps, step.gbps, 0.001 * step.gbps);
 }
 
 TEST(ReorderEngine, ScenarioNamesEachReceiverBehaviour) {

@@ -132,7 +132,8 @@ struct ProtectionCase {
   FabricGraph g;
   std::vector<Unit> units;
 };
-std::unique_ptr<ProtectionCase> ElephantAndSmallFlows(double small_bps) {
+std::unique_ptr<ProtectionCase> ElephantAndSmallFlows(double small_bps,
+                                                      double elephant_bps = 400e9) {
   auto c = std::make_unique<ProtectionCase>();
   loom::topology::Clos2Params p;
   p.leaves = 2;
@@ -144,7 +145,7 @@ std::unique_ptr<ProtectionCase> ElephantAndSmallFlows(double small_bps) {
   EXPECT_TRUE(loom::topology::GenerateClos2(p, &c->t, &err)) << err;
   c->topo = std::make_unique<loom::topology::TopologyIndex>(c->t);
   c->g = FabricGraph::Build(*c->topo, {});
-  c->units.push_back(MakeUnit(c->g, "elephant", "host003-nic0", {{"host000-nic0", 400e9}}));
+  c->units.push_back(MakeUnit(c->g, "elephant", "host003-nic0", {{"host000-nic0", elephant_bps}}));
   for (const char* dst : {"host003-nic1", "host004-nic0", "host004-nic1", "host005-nic0"}) {
     c->units.push_back(MakeUnit(c->g, "small", dst, {{"host000-nic1", small_bps}}));
   }
@@ -196,6 +197,22 @@ TEST(PathEngineTest, ProtectionNeverPacksFlowsAboveTheCeiling) {
   EXPECT_EQ(per_top[r.backup[0]], 1);
   EXPECT_NEAR(r.protection_deficit_bps, 4 * 100e9, 1e6);
   EXPECT_NEAR(r.protection_worst_utilization, 1.25, 1e-9);
+}
+
+TEST(PathEngineTest, ProtectionNeverRaisesTheFabricMaximum) {
+  // A 200G elephant (50 %) and 4 x 60G small flows: packing the small flows on one spine
+  // (240G, 60 %) would make room for the elephant's failover but raise the fabric
+  // maximum above 50 %; protection stops at 180G there.
+  auto c = ElephantAndSmallFlows(60e9, 200e9);
+  PlacementParams off;
+  off.protect = false;
+  auto before = Place(c->g, c->units, off, PlacementMode::kFull);
+  auto r = Place(c->g, c->units, {}, PlacementMode::kFull);
+  EXPECT_NEAR(r.max_utilization, before.max_utilization, 1e-9);
+  EXPECT_NEAR(r.max_utilization, 0.5, 1e-9);
+  std::map<int, int> per_top;
+  for (size_t u = 1; u < c->units.size(); ++u) per_top[r.top[u]]++;
+  EXPECT_EQ(per_top.size(), 2u);
 }
 
 // 4 leaves x 4 spines, 2 hosts of 2 NICs per leaf; every NIC sends 50G to the
