@@ -226,6 +226,10 @@ struct Fabric::Impl {
     };
     std::deque<Arrival> in_flight;
     TimeNs credit_delay = 0;
+    // How much longer the engine's pipeline (one step per hop after the first switch) is
+    // than the path's physical latency, when it is (steps longer than the path): the last
+    // byte physically arrived that much before the engine delivers it (finish_ns).
+    TimeNs pipeline_excess_ns = 0;
     double path_latency_ns = 0;  // the route's physical latency (propagation, switches)
     TimeNs min_inactivity = kNever, last_send = -kNever, next_spray = 0;
     int spray_node = -1;

@@ -447,6 +447,7 @@ void Fabric::Impl::Route(Qp& qp, bool keep_dlb) {
     qp.path_latency_ns = phys;
     const double inherent = static_cast<double>(std::max(0, switches - 1) * dt());
     qp.credit_delay = static_cast<TimeNs>(std::max(0.0, std::round(phys - inherent)));
+    qp.pipeline_excess_ns = static_cast<TimeNs>(std::max(0.0, std::round(inherent - phys)));
   }
   // CNP return delay: propagation of every link plus the per-switch latency.
   qp.cnp_delay = 0;

@@ -218,7 +218,7 @@ inline void Fabric::Impl::Credit(Qp& qp, double got, double arrived, double mark
   qp.lifetime_delivered += got;
   TransferProgress(qp, got);
   if (qp.job < 0 && qp.finish_ns < 0 && qp.lifetime_delivered >= qp.total - kEps) {
-    qp.finish_ns = now() + dt();
+    qp.finish_ns = std::max(qp.start_ns, now() + dt() - qp.pipeline_excess_ns);
   }
   if (marked <= 0 && !dn.np_every) return;
   // The receiver's notification point; its feedback returns over the path's latency.
