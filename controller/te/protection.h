@@ -56,7 +56,7 @@ struct ProtectionParams {
   // placement's objective, the fabric maximum utilization.
   double ceiling = 0.9;
   int max_trials = 4000;
-  double max_trial_work = 5e7;  // trials x pairs
+  double max_trial_work = 5e6;  // trials x pairs (a trial sorts ~4 entries per pair)
   // Room-making moves at all (a full recompute; an incremental placement only picks
   // backups).
   bool allow_moves = true;
