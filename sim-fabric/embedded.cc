@@ -108,6 +108,16 @@ void EmbeddedFabric::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void EmbeddedFabric::SetNicReorder(const std::string& nic, ReorderMode mode) {
+  Post([this, nic, mode] {
+    if (Status st = fabric_->SetNicReorder(nic, mode); !st.ok()) {
+      LOG_WARN("embedded emulator: NIC reorder behaviour not applied")
+          .With("nic", nic)
+          .With("error", st.message());
+    }
+  });
+}
+
 void EmbeddedFabric::Post(std::function<void()> f) {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -55,6 +55,10 @@ class EmbeddedFabric {
   Status Start(telemetry::TelemetrySink* sink, TimeNs interval_ns);
   void Stop();
 
+  // A NIC's reorder behaviour ("*": every NIC), as the device inventory gives it, so the
+  // emulated NICs behave as loomd is told they do; applied on the stepping thread.
+  void SetNicReorder(const std::string& nic, ReorderMode mode);
+
   // Simulated seconds per wall second over the last few seconds.
   double speed() const { return speed_.load(); }
 

@@ -336,6 +336,24 @@ int main(int argc, char** argv) {
         selective_repeat.insert(id);
       }
     }
+    // The embedded emulator's NICs behave as the inventory says Loom's do.
+    if (emulator) {
+      for (const auto& [id, dev] : inventory->devices) {
+        switch (dev.nic().reorder_tolerance()) {
+          case loom::v1::REORDER_TOLERANCE_FULL:
+            emulator->SetNicReorder(id, loom::sim::ReorderMode::kTolerant);
+            break;
+          case loom::v1::REORDER_TOLERANCE_SELECTIVE_REPEAT:
+            emulator->SetNicReorder(id, loom::sim::ReorderMode::kSelectiveRepeat);
+            break;
+          case loom::v1::REORDER_TOLERANCE_NONE:
+            emulator->SetNicReorder(id, loom::sim::ReorderMode::kGoBackN);
+            break;
+          default:
+            break;  // unspecified: the scenario's
+        }
+      }
+    }
     controller.SetReorderTolerantNics(std::move(tolerant));
     controller.SetSelectiveRepeatNics(std::move(selective_repeat));
   }
