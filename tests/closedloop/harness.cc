@@ -102,20 +102,13 @@ void ClosedLoop::StartController() {
   controller_ =
       std::make_unique<Controller>(io_, clock_, *store_, index_, *registry_, options_.controller);
   if (options_.loom_programs) controller_->AddDriver(driver_.get());
-  if (options_.nics_reorder_tolerant) {
-    std::set<std::string> nics;
-    for (const auto& d : options_.topology.devices()) {
-      if (d.role() == v1::DEVICE_ROLE_NIC) nics.insert(d.id());
-    }
-    controller_->SetReorderTolerantNics(std::move(nics));
+  // What the inventory would say of every NIC.
+  std::set<std::string> all_nics;
+  for (const auto& d : options_.topology.devices()) {
+    if (d.role() == v1::DEVICE_ROLE_NIC) all_nics.insert(d.id());
   }
-  if (options_.nics_selective_repeat) {
-    std::set<std::string> nics;
-    for (const auto& d : options_.topology.devices()) {
-      if (d.role() == v1::DEVICE_ROLE_NIC) nics.insert(d.id());
-    }
-    controller_->SetSelectiveRepeatNics(std::move(nics));
-  }
+  if (options_.nics_reorder_tolerant) controller_->SetReorderTolerantNics(all_nics);
+  if (options_.nics_selective_repeat) controller_->SetSelectiveRepeatNics(all_nics);
   st = controller_->Start();
   if (!st.ok()) throw std::runtime_error("controller: " + st.message());
   controller_->Tick();

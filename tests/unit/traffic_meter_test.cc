@@ -194,15 +194,17 @@ TEST(PlacementTest, MeasuredMatrixReplacesTheModelAndTheReasonSaysSo) {
       << a.reason();
 }
 
+// Routes of an assignment sprayed somewhere.
+int Sprayed(const v1::PathAssignment& a) {
+  int n = 0;
+  for (const auto& r : a.routes()) n += r.sprayed_at_size() > 0;
+  return n;
+}
+
 TEST(PlacementTest, UnknownPairingIsSprayedUntilConfirmedWhenTheNicsTolerateReordering) {
   auto topo = loom::testing::SmallFabric();
   const std::vector<std::string> eps = {"host000-gpu0", "host000-gpu1", "host002-gpu0",
                                         "host002-gpu1"};
-  auto sprayed = [](const v1::PathAssignment& a) {
-    int n = 0;
-    for (const auto& r : a.routes()) n += r.sprayed_at_size() > 0;
-    return n;
-  };
   for (bool tolerant : {false, true}) {
     Placement p(topo, {});
     if (tolerant) {
@@ -211,7 +213,7 @@ TEST(PlacementTest, UnknownPairingIsSprayedUntilConfirmedWhenTheNicsTolerateReor
     // A permutation: who sends to whom is the model's guess.
     auto a = p.Upsert(Job("perm", eps, v1::COLLECTIVE_PATTERN_PERMUTATION));
     ASSERT_GT(a.routes_size(), 0);
-    EXPECT_EQ(sprayed(a), tolerant ? a.routes_size() : 0);
+    EXPECT_EQ(Sprayed(a), tolerant ? a.routes_size() : 0);
     if (tolerant) {
       EXPECT_NE(a.reason().find("does not fix who sends to whom"), std::string::npos) << a.reason();
       // No colored route on the leaves: the leaf sprays the class.
@@ -222,12 +224,12 @@ TEST(PlacementTest, UnknownPairingIsSprayedUntilConfirmedWhenTheNicsTolerateReor
     // Measurement confirms the prior: pinned from then on.
     EXPECT_EQ(p.SetDemandConfirmed("perm"), tolerant);
     a = p.AssignmentOf("perm");
-    EXPECT_EQ(sprayed(a), 0);
+    EXPECT_EQ(Sprayed(a), 0);
     EXPECT_GT(p.DesiredStateOf("leaf0").routes_size(), 0);
     // A ring's pairing is its endpoint order: pinned at once either way.
     auto r = p.Upsert(
         Job("ring", {"host001-gpu0", "host003-gpu0"}, v1::COLLECTIVE_PATTERN_RING_ALLREDUCE));
-    EXPECT_EQ(sprayed(r), 0);
+    EXPECT_EQ(Sprayed(r), 0);
   }
 }
 
@@ -238,18 +240,13 @@ TEST(PlacementTest, SelectiveRepeatNicsAreSprayedWithTheirCostCountedGoBackNOnes
   auto topo = loom::testing::SmallFabric();
   const std::vector<std::string> eps = {"host000-gpu0", "host000-gpu1", "host002-gpu0",
                                         "host002-gpu1"};
-  auto sprayed = [](const v1::PathAssignment& a) {
-    int n = 0;
-    for (const auto& r : a.routes()) n += r.sprayed_at_size() > 0;
-    return n;
-  };
   {
     Placement p(topo, {});
     p.SetSelectiveRepeatNics({"host000-nic0", "host000-nic1", "host002-nic0"});
     p.SetReorderTolerantNics({"host002-nic1"});
     auto a = p.Upsert(Job("perm", eps, v1::COLLECTIVE_PATTERN_PERMUTATION));
     ASSERT_GT(a.routes_size(), 0);
-    EXPECT_EQ(sprayed(a), a.routes_size());
+    EXPECT_EQ(Sprayed(a), a.routes_size());
     EXPECT_NE(a.reason().find("selective repeat"), std::string::npos) << a.reason();
     EXPECT_NE(a.reason().find("1.33x longer"), std::string::npos) << a.reason();
   }
@@ -258,7 +255,7 @@ TEST(PlacementTest, SelectiveRepeatNicsAreSprayedWithTheirCostCountedGoBackNOnes
     p.SetSelectiveRepeatNics(
         {"host000-nic0", "host000-nic1", "host002-nic0"});  // host002-nic1: GBN
     auto a = p.Upsert(Job("perm", eps, v1::COLLECTIVE_PATTERN_PERMUTATION));
-    EXPECT_EQ(sprayed(a), 0);
+    EXPECT_EQ(Sprayed(a), 0);
   }
 }
 
