@@ -21,19 +21,22 @@ GENERATED = ["loom/v1/", "gnmi/", "sim-fabric/proto/"]
 ALLOWED = {
     "common/": [],
     "api/topology/": ["common/"],
+    "api/proto_util/": ["common/"],
     "api/loomctl/": ["common/", "api/"],
     "api/services/": ["common/", "api/", "controller/", "policy/", "southbound/render/",
                       "southbound/gnmi/set_adapter.h"],
-    "policy/": ["common/", "api/topology/"],
-    "telemetry/": ["common/", "api/topology/"],
-    "southbound/": ["common/", "api/topology/"],
+    "policy/": ["common/", "api/topology/", "api/proto_util/"],
+    "telemetry/": ["common/", "api/topology/", "api/proto_util/"],
+    "southbound/": ["common/", "api/topology/", "api/proto_util/"],
     "controller/loomd/": None,  # bootstrap: anything
-    "controller/": ["common/", "api/topology/", "policy/", "telemetry/", "southbound/"],
+    "controller/": ["common/", "api/topology/", "api/proto_util/", "policy/", "telemetry/",
+                    "southbound/"],
     # The emulator speaks the same wire protocols as real devices: it may use
     # the telemetry wire types (sink, path, subscription lists) and the
     # southbound wire implementations (driver interface, BGP, gNMI config
     # codec) — never the controller or policy.
-    "sim-fabric/": ["common/", "api/topology/", "telemetry/sink.h", "telemetry/path.h",
+    "sim-fabric/": ["common/", "api/topology/", "api/proto_util/", "telemetry/sink.h",
+                    "telemetry/path.h",
                     "telemetry/profile.h",
                     "telemetry/collector.h", "southbound/wire/", "southbound/bgp/",
                     "southbound/gnmi/gnmi_config.h"],

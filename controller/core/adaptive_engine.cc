@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "api/proto_util/fingerprint.h"
+
 namespace loom::controller {
 
 namespace v1 = loom::v1;
@@ -470,7 +472,7 @@ void AdaptiveEngine::RunGlb(const LinkSnapshot& snap, const loom::te::FabricGrap
        ++a, ++b) {
     differs = a->first != b->first || a->second.size() != b->second.size();
     for (size_t i = 0; !differs && i < a->second.size(); ++i) {
-      differs = a->second[i].SerializeAsString() != b->second[i].SerializeAsString();
+      differs = !loom::proto::SameMessage(a->second[i], b->second[i]);
     }
   }
   weights_ = std::move(res.weights);

@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <chrono>
 
+#include "api/proto_util/fingerprint.h"
 #include "common/log.h"
 #include "common/text.h"
 #include "controller/core/job_validation.h"
@@ -331,8 +332,13 @@ bool Controller::Replay(const std::string& method, const std::string& request_id
   if (request_id.empty()) return false;
   auto it = requests_.find(request_id);
   if (it == requests_.end()) return false;
-  if (it->second.method != method ||
-      it->second.request_hash != Fnv1a64(request.SerializeAsString())) {
+  // The fingerprint is canonical (maps by key, field by field) and carries its scheme; a
+  // record made by an earlier scheme is checked by method only (its hash, of serialized
+  // bytes, cannot be recomputed faithfully).
+  const bool same_request = it->second.method == method &&
+                            (it->second.hash_scheme != loom::proto::kFingerprintScheme ||
+                             it->second.request_hash == loom::proto::CanonicalFingerprint(request));
+  if (!same_request) {
     *status =
         InvalidArgument("request_id: \"" + request_id +
                         "\" was already used for a different request (" + it->second.method + ")");
@@ -350,9 +356,10 @@ void Controller::Remember(Mutation& m, const std::string& method, const std::str
                           const google::protobuf::Message& request,
                           const google::protobuf::Message& response) {
   if (request_id.empty()) return;
-  m.requests.push_back({request_id, method, Fnv1a64(request.SerializeAsString()),
+  m.requests.push_back({request_id, method, loom::proto::CanonicalFingerprint(request),
                         response.SerializeAsString(),
-                        m.events.empty() ? next_revision_ : m.events.back().revision()});
+                        m.events.empty() ? next_revision_ : m.events.back().revision(),
+                        loom::proto::kFingerprintScheme});
 }
 
 void Controller::UpdateGauges() {
@@ -869,7 +876,7 @@ void Controller::InstallPolicy(v1::PolicySet set, Done<PolicyInstallResult> done
     set.set_version(0);
     v1::PolicySet current = placement_.policy().set();
     current.set_version(0);
-    if (policy_version_ > 0 && current.SerializeAsString() == set.SerializeAsString()) {
+    if (policy_version_ > 0 && loom::proto::SameMessage(current, set)) {
       return done(Status::Ok(), result);  // already installed
     }
     set.set_version(policy_version_ + 1);

@@ -26,6 +26,9 @@ const char* const kMigrations[] = {
     "CREATE TABLE policies(version INTEGER PRIMARY KEY, body BLOB NOT NULL);",
     // 3 -> 4: fabric-wide settings each device was given (change safety).
     "CREATE TABLE accepted_settings(device TEXT PRIMARY KEY, state BLOB NOT NULL);",
+    // 4 -> 5: the fingerprint scheme of each idempotency record (0: the serialized bytes'
+    // hash of earlier versions, not canonical).
+    "ALTER TABLE requests ADD COLUMN hash_scheme INTEGER NOT NULL DEFAULT 0;",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteStore::kLatestSchemaVersion);
 
@@ -215,10 +218,14 @@ Status SqliteStore::Load(size_t max_events, StoredState* out) {
     }
   }
   if (schema_version_ >= 2) {
-    Stmt s(db, "SELECT request_id, method, request_hash, response, revision FROM requests");
+    Stmt s(db, schema_version_ >= 5 ? "SELECT request_id, method, request_hash, response, "
+                                      "revision, hash_scheme FROM requests"
+                                    : "SELECT request_id, method, request_hash, response, "
+                                      "revision, 0 FROM requests");
     while (s.Step() == SQLITE_ROW) {
       out->requests.push_back({s.ColText(0), s.ColText(1), static_cast<uint64_t>(s.ColInt(2)),
-                               s.ColBlob(3), static_cast<uint64_t>(s.ColInt(4))});
+                               s.ColBlob(3), static_cast<uint64_t>(s.ColInt(4)),
+                               static_cast<int>(s.ColInt(5))});
     }
   }
   return Status::Ok();
@@ -283,14 +290,15 @@ Status SqliteStore::Commit(const Mutation& m) {
   }
   if (!m.requests.empty()) {
     Stmt s(db,
-           "INSERT OR REPLACE INTO requests(request_id, method, request_hash, response, revision)"
-           " VALUES(?,?,?,?,?)");
+           "INSERT OR REPLACE INTO requests(request_id, method, request_hash, response, revision,"
+           " hash_scheme) VALUES(?,?,?,?,?,?)");
     for (const auto& r : m.requests) {
       s.Text(1, r.request_id);
       s.Text(2, r.method);
       s.Int(3, static_cast<int64_t>(r.request_hash));
       s.Blob(4, r.response);
       s.Int(5, static_cast<int64_t>(r.revision));
+      s.Int(6, r.hash_scheme);
       if (s.Step() != SQLITE_DONE) return fail("recording request id");
       s.Reset();
     }

@@ -34,9 +34,12 @@ struct DrainRecord {
 struct RequestRecord {
   std::string request_id;
   std::string method;
+  // loom::proto::CanonicalFingerprint of the request, made by fingerprint scheme
+  // `hash_scheme` (0: records of earlier versions, hashed from serialized bytes).
   uint64_t request_hash = 0;
   std::string response;  // serialized response message
   uint64_t revision = 0;
+  int hash_scheme = 0;
 };
 
 struct StoredState {
@@ -88,7 +91,7 @@ class Store {
 // and forward-only migrations applied in one transaction each on open.
 class SqliteStore final : public Store {
  public:
-  static constexpr int kLatestSchemaVersion = 4;
+  static constexpr int kLatestSchemaVersion = 5;
 
   // Opens (creating if needed) and migrates to `target_version` (tests use a
   // lower one to build old databases). Returns nullptr and sets `status` when

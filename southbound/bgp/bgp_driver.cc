@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/proto_util/fingerprint.h"
 #include "common/log.h"
 #include "southbound/wire/device_state_util.h"
 
@@ -135,7 +136,9 @@ std::shared_ptr<const BgpDriver::NnhnPlan> BgpDriver::PlanNnhn(
   // The reach rarely changes between two applies of a device (a recolor keeps it):
   // reuse the plan while the serialized reach is the same.
   std::string key;
-  for (const loom::v1::NextHopReach& r : desired.next_hop_reach()) key += r.SerializeAsString();
+  for (const loom::v1::NextHopReach& r : desired.next_hop_reach()) {
+    key += loom::proto::CanonicalBytes(r);
+  }
   auto& cached = nnhn_plans_[desired.device()];
   if (cached.second && cached.first == key) return cached.second;
   auto id_of = [this](const std::string& device) -> uint32_t {

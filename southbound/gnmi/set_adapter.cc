@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "api/proto_util/fingerprint.h"
 #include "common/json.h"
 #include "common/text.h"
 #include "southbound/gnmi/adapter_util.h"
@@ -158,7 +159,7 @@ int AddStaleDeletes(const ::gnmi::SetRequest& previous, ::gnmi::SetRequest* next
       next->delete__size() == 0 && next->replace_size() == 0 && next->update_size() == 0;
   if (next_empty) {
     *next->mutable_prefix() = previous.prefix();
-  } else if (previous.prefix().SerializeAsString() != next->prefix().SerializeAsString()) {
+  } else if (!loom::proto::SameMessage(previous.prefix(), next->prefix())) {
     return 0;
   }
   const ::gnmi::Path& prefix = next->prefix();

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "api/proto_util/fingerprint.h"
 #include "tests/closedloop/harness.h"
 #include "tests/unit/test_util.h"
 
@@ -454,11 +455,11 @@ TEST(TelbClosedLoopTest, RestartReloadsIntentWithoutChangingRightAssignments) {
   ClosedLoop loop(Options(dir, true, 5));
   loop.AddJob(CrossLeafPairs("j", "acme", kFourFlows, 400e6));
   loop.RunUntil(2 * kNsPerMs);
-  std::string before = loop.GetJob("j").status().assignment().SerializeAsString();
+  const v1::PathAssignment before = loop.GetJob("j").status().assignment();
   size_t events_before = loop.Events().size();
   loop.RestartController();
   loop.RunUntil(4 * kNsPerMs);
-  EXPECT_EQ(loop.GetJob("j").status().assignment().SerializeAsString(), before);
+  EXPECT_TRUE(loom::proto::SameMessage(loop.GetJob("j").status().assignment(), before));
   auto events = loop.Events();
   ASSERT_GT(events.size(), events_before);
   for (size_t i = events_before; i < events.size(); ++i) {

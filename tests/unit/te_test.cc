@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "api/proto_util/fingerprint.h"
 #include "api/topology/topology_generate.h"
 #include "controller/te/demand.h"
 #include "controller/te/path_engine.h"
@@ -578,7 +579,7 @@ TEST(PlacementTest, RoutesBeyondALeafsBudgetAreLeftOutAndTheReasonSaysSo) {
   // The map of every switch is the same per-device state.
   auto all = p.DesiredStates();
   ASSERT_TRUE(all.count("leaf0"));
-  EXPECT_EQ(all["leaf0"].SerializeAsString(), leaf0.SerializeAsString());
+  EXPECT_TRUE(loom::proto::SameMessage(all["leaf0"], leaf0));
   EXPECT_EQ(all.size(), p.DesiredDevices().size());
 }
 

@@ -58,7 +58,7 @@ NH = "198.18.0.2"
 MANY = [f"10.{40 + i // 256}.{i % 256}.0/24" for i in range(800)]
 
 
-def wait_for(what, pred, timeout=10.0):
+def wait_for(what, pred, timeout=30.0):
     deadline = time.time() + timeout
     last = None
     while time.time() < deadline:
@@ -189,7 +189,7 @@ neighbor 127.0.0.1 {{
         self.log = open(os.path.join(workdir, "exabgp.out"), "w")
         self.proc = subprocess.Popen(["exabgp", self.conf], stdout=self.log,
                                      stderr=subprocess.STDOUT, env=env)
-        self.listener.settimeout(15)
+        self.listener.settimeout(30)
         self.sock, _ = self.listener.accept()
         self.lock = threading.Lock()
         self.events = []  # JSON events from exabgp.
@@ -217,7 +217,7 @@ neighbor 127.0.0.1 {{
             n = len(self.acks)
         self.sock.sendall((command + "\n").encode())
         ack = wait_for(f"exabgp ack for {command[:80]!r}",
-                       lambda: self._ack_after(n), timeout=10)
+                       lambda: self._ack_after(n), timeout=30)
         assert ack == "done", f"exabgp refused {command!r}: {ack}"
 
     def _ack_after(self, n):
