@@ -690,17 +690,43 @@ LinkStateTable::LinkStateTable(const topology::TopologyIndex& index, LinkStateOp
 
 LinkStateTable::~LinkStateTable() = default;
 
+void LinkStateTable::SetAggregator(const std::string& session, std::set<std::string> devices) {
+  aggregators_[session] = std::move(devices);
+}
+
+void LinkStateTable::SetFutureTolerance(const std::string& device, TimeNs tolerance_ns) {
+  future_tolerance_[device] = tolerance_ns;
+}
+
 size_t LinkStateTable::Apply(const std::string& target, const gnmi::Notification& n,
-                             TimeNs arrival_ns) {
+                             TimeNs arrival_ns, TimeNs wall_now_ns) {
   ++stats_.notifications;
   const size_t count = static_cast<size_t>(n.update_size());
   stats_.updates += count;
   stats_.deletes += static_cast<uint64_t>(n.delete__size());
-  const std::string& tgt = n.prefix().target().empty() ? target : n.prefix().target();
-  auto dit = impl_->devices.find(tgt);
+  // A notification speaks for its session's device; only an aggregator session speaks
+  // for the devices of its allow-list, named by the prefix target.
+  const std::string* tgt = &target;
+  if (auto ag = aggregators_.find(target); ag != aggregators_.end()) {
+    if (!ag->second.count(n.prefix().target())) {
+      stats_.foreign_target += count;
+      return count;
+    }
+    tgt = &n.prefix().target();
+  }
+  auto dit = impl_->devices.find(*tgt);
   if (dit == impl_->devices.end()) {
     stats_.unknown_target += count;
     return count;
+  }
+  if (wall_now_ns > 0) {
+    auto tol = future_tolerance_.find(*tgt);
+    const TimeNs tolerance =
+        tol != future_tolerance_.end() ? tol->second : options_.future_tolerance_ns;
+    if (tolerance > 0 && n.timestamp() > wall_now_ns + tolerance) {
+      stats_.future_timestamp += count;
+      return count;
+    }
   }
   // Deletes: an LLDP neighbour (or any of its leaves) gone clears the port's
   // neighbour; other deletes keep the last value (counters do not vanish).
@@ -1173,12 +1199,22 @@ size_t LinkTelemetry::OnNotification(const std::string& target, const gnmi::Noti
   {
     std::lock_guard<std::mutex> lock(mu_);
     const uint64_t before = table_.stats().oper_changes;
-    rejected = table_.Apply(target, n, arrival_ns);
+    rejected = table_.Apply(target, n, arrival_ns, clock_->WallNow());
     changed = table_.stats().oper_changes != before;
     if (changed) notify = on_oper_change_;
   }
   if (notify) notify();
   return rejected;
+}
+
+void LinkTelemetry::SetAggregator(const std::string& session, std::set<std::string> devices) {
+  std::lock_guard<std::mutex> lock(mu_);
+  table_.SetAggregator(session, std::move(devices));
+}
+
+void LinkTelemetry::SetFutureTolerance(const std::string& device, TimeNs tolerance_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  table_.SetFutureTolerance(device, tolerance_ns);
 }
 
 void LinkTelemetry::SetOnOperChange(std::function<void()> f) {

@@ -63,6 +63,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -186,6 +187,11 @@ struct IngestStats {
   uint64_t implausible = 0;
   uint64_t deletes = 0;
   uint64_t oper_changes = 0;  // A port's reported oper-status changed.
+  // Updates in notifications stamped further in the future than the device's tolerance
+  // (rejected: such a timestamp would make every later sample look old).
+  uint64_t future_timestamp = 0;
+  // Updates an aggregator session sent for a device outside its allow-list (rejected).
+  uint64_t foreign_target = 0;
 };
 
 struct LinkStateOptions {
@@ -193,6 +199,10 @@ struct LinkStateOptions {
   QualityParams quality;
   // A counter rate above capacity x this factor is implausible (see counters.h).
   double max_rate_factor = 4.0;
+  // A notification whose device timestamp is this far ahead of the local wall clock
+  // is rejected and counted (per device: SetFutureTolerance); 0 = not checked (the
+  // caller gives no wall clock it shares with the devices). loomd sets 60 s.
+  TimeNs future_tolerance_ns = 0;
 };
 
 class LinkStateTable {
@@ -202,9 +212,19 @@ class LinkStateTable {
   LinkStateTable(const LinkStateTable&) = delete;
   LinkStateTable& operator=(const LinkStateTable&) = delete;
 
-  // Applies one notification from the target configured as `target` (the
-  // notification's prefix target wins when set). Returns rejected updates.
-  size_t Apply(const std::string& target, const gnmi::Notification& n, TimeNs arrival_ns);
+  // Applies one notification from the session of the target configured as `target`:
+  // it speaks for that device whatever its prefix target says (SONiC names a database
+  // there), except on an aggregator session (SetAggregator), which speaks for the
+  // device its prefix target names when that device is on its allow-list.
+  // `wall_now_ns` (local wall clock, 0 = unknown) judges future timestamps. Returns
+  // rejected updates.
+  size_t Apply(const std::string& target, const gnmi::Notification& n, TimeNs arrival_ns,
+               TimeNs wall_now_ns = 0);
+  // Declares `session` an aggregator (one session serving several devices, as
+  // loom-fabric can) that may speak for `devices`.
+  void SetAggregator(const std::string& session, std::set<std::string> devices);
+  // A device's future-timestamp tolerance (its clock's allowed lead), over the default.
+  void SetFutureTolerance(const std::string& device, TimeNs tolerance_ns);
   // Explicit counter reset for every counter of `device` (e.g. it restarted).
   void ResetDevice(const std::string& device);
   // What the collector learned about a signal of a device (profile mode):
@@ -235,6 +255,8 @@ class LinkStateTable {
   LinkStateOptions options_;
   IngestStats stats_;
   std::unique_ptr<Impl> impl_;
+  std::map<std::string, std::set<std::string>> aggregators_;  // session -> devices
+  std::map<std::string, TimeNs> future_tolerance_;            // device -> tolerance
 };
 
 // One leaf-to-leaf path and its quality. Devices are indexes into
@@ -279,6 +301,9 @@ class LinkTelemetry final : public TelemetrySink {
 
   size_t OnNotification(const std::string& target, const gnmi::Notification& n,
                         TimeNs arrival_ns) override;
+  // See LinkStateTable.
+  void SetAggregator(const std::string& session, std::set<std::string> devices);
+  void SetFutureTolerance(const std::string& device, TimeNs tolerance_ns);
   LinkSnapshot Snapshot() const;
   void ResetDevice(const std::string& device);
   void OnSignalAvailability(const SignalAvailability& a) override;

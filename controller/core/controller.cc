@@ -1132,6 +1132,10 @@ void Controller::UpdateLinkGauges() {
   telemetry_stats_family_.Add({{"kind", "bad_value"}}).Set(static_cast<double>(stats.bad_value));
   telemetry_stats_family_.Add({{"kind", "missing_timestamp"}})
       .Set(static_cast<double>(stats.missing_timestamp));
+  telemetry_stats_family_.Add({{"kind", "future_timestamp"}})
+      .Set(static_cast<double>(stats.future_timestamp));
+  telemetry_stats_family_.Add({{"kind", "foreign_target"}})
+      .Set(static_cast<double>(stats.foreign_target));
   telemetry_stats_family_.Add({{"kind", "counter_resets"}}).Set(static_cast<double>(stats.resets));
 }
 

@@ -560,7 +560,11 @@ int main(int argc, char** argv) {
   loom::telemetry::LinkStateOptions lopts;
   lopts.staleness.sample_interval_ns = interval;
   lopts.staleness.stale_after_intervals = static_cast<int>(config.telemetry_stale_intervals());
-  // With the emulator, staleness is judged in the emulator's virtual time.
+  // A device clock more than a minute ahead of ours is wrong: its samples are rejected
+  // (counted as future_timestamp) instead of hiding every later one.
+  lopts.future_tolerance_ns = 60 * loom::kNsPerSec;
+  // With the emulator, staleness is judged in the emulator's virtual time (its wall
+  // clock and the emulated devices' timestamps share one epoch).
   loom::telemetry::LinkTelemetry link_telemetry(*index, lopts,
                                                 emulator ? &emulator->clock() : &clock);
   auto apply_aliases = [&](const loom::loomd::Inventory& inv) {

@@ -64,8 +64,12 @@ ClosedLoop::ClosedLoop(LoopOptions options)
   if (!fabric_) throw std::runtime_error("fabric: " + error);
   loom::telemetry::LinkStateOptions lopts;
   lopts.staleness.sample_interval_ns = options_.telemetry_interval_ns;
+  lopts.future_tolerance_ns = 60 * kNsPerSec;  // as loomd
   link_telemetry_ = std::make_unique<loom::telemetry::LinkTelemetry>(*index_, lopts, &clock_);
   loom::sim::GnmiOptions gopts;
+  // The emulated devices stamp their notifications with the controller clock's wall
+  // epoch (one time base, as NTP gives a real fabric), so future timestamps are judged.
+  gopts.epoch_ns = clock_.WallNow() - clock_.Now();
   gopts.tick_ns = std::min<TimeNs>(options_.telemetry_interval_ns, 1 * kNsPerMs);
   gopts.min_sample_interval_ns = gopts.tick_ns;
   // Switches, and NICs when asked (their RoCE counters and burst gaps), as

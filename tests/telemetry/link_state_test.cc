@@ -295,16 +295,82 @@ TEST_F(LinkStateTest, AbsurdCounterJumpIsImplausible) {
   EXPECT_EQ(table_.stats().implausible, 1u);
 }
 
-TEST_F(LinkStateTest, PrefixTargetOverridesConfiguredName) {
-  table_.Apply("whatever",
+// A notification speaks for the device of the session it arrived on: leaf-0's stream
+// cannot set spine-1's link down by naming spine-1 in its prefix target (SONiC puts a
+// database name there; the name is never compared with device names).
+TEST_F(LinkStateTest, AnOrdinarySessionSpeaksForItsOwnDeviceWhateverItsPrefixTarget) {
+  OutOctets("leaf-2", "Ethernet1", 1, 0, 1 * kSec);
+  OutOctets("leaf-2", "Ethernet1", 2, 1000, 2 * kSec);
+  table_.Apply("leaf-0",
+               Note(kDev + 2 * kSec, "spine-1@/interfaces/interface[name=Ethernet2]/state",
+                    {{"oper-status", S("DOWN")}}),
+               2 * kSec);
+  for (Direction d : {Direction::kUp, Direction::kDown}) {
+    EXPECT_NE(Dir("leaf-2", "spine-1", d, 2 * kSec).oper, OperStatus::kDown);
+  }
+  // A stream whose prefix target is a database name still speaks for its device.
+  table_.Apply("leaf-0",
+               Note(kDev + kSec, "COUNTERS_DB@/interfaces/interface[name=Ethernet0]/state/counters",
+                    {{"out-octets", U(0)}}),
+               kSec);
+  table_.Apply(
+      "leaf-0",
+      Note(kDev + 2 * kSec, "COUNTERS_DB@/interfaces/interface[name=Ethernet0]/state/counters",
+           {{"out-octets", U(100)}}),
+      2 * kSec);
+  EXPECT_TRUE(Dir("leaf-0", "spine-0", Direction::kUp, 2 * kSec).has_rate);
+}
+
+// Only a session declared an aggregator speaks for other devices, from its allow-list.
+TEST_F(LinkStateTest, AnAggregatorSpeaksOnlyForItsAllowList) {
+  table_.SetAggregator("fabric", {"leaf-0"});
+  table_.Apply("fabric",
                Note(kDev + kSec, "leaf-0@/interfaces/interface[name=Ethernet0]/state/counters",
                     {{"out-octets", U(0)}}),
                kSec);
-  table_.Apply("whatever",
+  table_.Apply("fabric",
                Note(kDev + 2 * kSec, "leaf-0@/interfaces/interface[name=Ethernet0]/state/counters",
                     {{"out-octets", U(100)}}),
                2 * kSec);
   EXPECT_TRUE(Dir("leaf-0", "spine-0", Direction::kUp, 2 * kSec).has_rate);
+  EXPECT_EQ(
+      table_.Apply("fabric",
+                   Note(kDev + 2 * kSec, "spine-1@/interfaces/interface[name=Ethernet2]/state",
+                        {{"oper-status", S("DOWN")}}),
+                   2 * kSec),
+      1u);
+  EXPECT_EQ(table_.stats().foreign_target, 1u);
+  EXPECT_NE(Dir("leaf-2", "spine-1", Direction::kUp, 2 * kSec).oper, OperStatus::kDown);
+}
+
+// One sample stamped a year ahead must not become the latest: every later sample would
+// look old and the link would stay stale for good, its oper-status changes ignored.
+TEST_F(LinkStateTest, AFarFutureTimestampIsRejectedAndCountedNotStored) {
+  LinkStateOptions o = Options();
+  o.future_tolerance_ns = 60 * kSec;
+  LinkStateTable t(index_, o);
+  const std::string c = "/interfaces/interface[name=Ethernet0]/state/counters";
+  auto out = [&](TimeNs dev_ts, uint64_t v, TimeNs now) {
+    return t.Apply("leaf-0", Note(dev_ts, c, {{"out-octets", U(v)}}), now, kDev + now);
+  };
+  out(kDev + 1 * kSec, 0, 1 * kSec);
+  out(kDev + 2 * kSec, 1'000'000'000, 2 * kSec);
+  EXPECT_EQ(out(kDev + 365 * 86400 * kSec, 2'000'000'000, 3 * kSec), 1u);
+  EXPECT_EQ(t.stats().future_timestamp, 1u);
+  // Within the tolerance is fine (a device clock a little ahead).
+  out(kDev + 4 * kSec + 30 * kSec, 3'000'000'000, 4 * kSec);
+  out(kDev + 5 * kSec + 30 * kSec, 4'000'000'000, 5 * kSec);
+  const auto s = t.Compute(5 * kSec)[2 * LinkIndex("leaf-0", "spine-0")];
+  EXPECT_TRUE(s.has_rate);
+  EXPECT_FALSE(s.stale);
+  EXPECT_DOUBLE_EQ(s.tx_bps, 8e9);
+  EXPECT_EQ(t.stats().future_timestamp, 1u);
+  // The link's oper-status still moves.
+  t.Apply("spine-0",
+          Note(kDev + 6 * kSec, "/interfaces/interface[name=Ethernet0]/state",
+               {{"oper-status", S("DOWN")}}),
+          6 * kSec, kDev + 6 * kSec);
+  EXPECT_EQ(t.Compute(6 * kSec)[2 * LinkIndex("leaf-0", "spine-0")].oper, OperStatus::kDown);
 }
 
 TEST_F(LinkStateTest, AlbBucketsReportRatesAndNextHop) {
