@@ -152,6 +152,7 @@ struct Collector::Entry {
   std::string path;
   gnmi::SubscriptionMode mode = gnmi::SAMPLE;
   TimeNs interval_ns = 0;
+  TimeNs heartbeat_ns = 0;   // ON_CHANGE: heartbeat requested (0 = none).
   int key_map = -1;          // Index into profile.key_maps(), or -1.
   std::vector<int> signals;  // Indexes into profile.signals().
   bool fell_back = false;    // ON_CHANGE refused: now SAMPLE.
@@ -174,6 +175,15 @@ struct Collector::Stream {
   bool got_data = false;
   TimeNs synced_at = -1;
   TimeNs next_attempt = 0;
+  // Liveness: the window (0 = not watched), the Clock time of the call's start or
+  // its last message, whether an update came after sync (arms the watch), and
+  // cuts for silence since the group last delivered.
+  TimeNs liveness_ns = 0;
+  TimeNs last_message = -1;
+  bool armed = false;
+  bool silent_cut = false;     // We cancelled it for silence: a failure of this group.
+  bool fresh_channel = false;  // Redial on a new connection.
+  int silent_cuts = 0;
 };
 
 struct Collector::Target {
@@ -379,6 +389,9 @@ std::unique_ptr<Collector::Target> Collector::MakeTarget(const TargetConfig& cfg
       e.path = s.path();
       e.mode = mode;
       e.interval_ns = interval;
+      if (mode == gnmi::ON_CHANGE) {
+        e.heartbeat_ns = static_cast<TimeNs>(p.heartbeat_interval_ms()) * kNsPerMs;
+      }
       t->entries.push_back(std::move(e));
     }
     t->entries[it->second].signals.push_back(i);
@@ -390,6 +403,7 @@ std::unique_ptr<Collector::Target> Collector::MakeTarget(const TargetConfig& cfg
     e.path = p.key_maps(i).path();
     e.mode = gnmi::ON_CHANGE;
     e.interval_ns = interval;
+    e.heartbeat_ns = static_cast<TimeNs>(p.heartbeat_interval_ms()) * kNsPerMs;
     e.key_map = i;
     t->entries.push_back(std::move(e));
   }
@@ -515,6 +529,18 @@ std::shared_ptr<grpc::Channel> Collector::NewChannel(const Target& t) const {
   // A private subchannel pool: a fresh channel per attempt connects at once
   // instead of inheriting gRPC's own reconnect backoff; ours governs.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  if (options_.keepalive_time_ns > 0) {
+    // PINGs while a stream is open, with no limit on pings without data (a
+    // Subscribe client sends no data after its request; gRPC's default of 2
+    // would stop the pings on a quiet ON_CHANGE stream).
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(std::min<TimeNs>(
+                                                options_.keepalive_time_ns / kNsPerMs, INT32_MAX)));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                static_cast<int>(std::min<TimeNs>(
+                    std::max<TimeNs>(options_.keepalive_timeout_ns / kNsPerMs, 1), INT32_MAX)));
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
   return grpc::CreateCustomChannel(t.config.address, grpc::InsecureChannelCredentials(), args);
 }
 
@@ -564,6 +590,7 @@ void Collector::SupervisorLoop() {
       last_refresh = wall;
       for (auto& t : targets_) {
         if (t->profile_mode) RefreshSignalsLocked(*t, now, &changes);
+        CutSilentStreamsLocked(*t, now);
       }
       if (!changes.empty()) {
         lock.unlock();
@@ -574,6 +601,23 @@ void Collector::SupervisorLoop() {
       }
     }
     cv_.wait_for(lock, std::chrono::milliseconds(20));
+  }
+}
+
+void Collector::CutSilentStreamsLocked(Target& t, TimeNs now) {
+  for (auto& sp : t.streams) {
+    Stream& s = *sp;
+    if (s.call == nullptr || s.dead || s.cancelled || s.silent_cut || !s.armed ||
+        s.liveness_ns <= 0 || now - s.last_message <= s.liveness_ns) {
+      continue;
+    }
+    s.silent_cut = true;
+    ++t.health.silent_cuts;
+    LOG_WARN("gnmi subscription group silent; cancelling it to redial")
+        .With("target", t.config.name)
+        .With("silent_ms", static_cast<int64_t>((now - s.last_message) / kNsPerMs))
+        .With("window_ms", static_cast<int64_t>(s.liveness_ns / kNsPerMs));
+    s.call->Cancel();
   }
 }
 
@@ -700,19 +744,48 @@ void Collector::BuildRequest(const Target& t, Stream& s) const {
     sub->mutable_path()->clear_origin();
     sub->set_mode(e.mode);
     if (e.mode == gnmi::SAMPLE) sub->set_sample_interval(static_cast<uint64_t>(e.interval_ns));
+    if (e.mode == gnmi::ON_CHANGE && e.heartbeat_ns > 0) {
+      sub->set_heartbeat_interval(static_cast<uint64_t>(e.heartbeat_ns));
+    }
   }
 }
 
-void Collector::StartCallLocked(Target& t, Stream& s, TimeNs /*now*/) {
+TimeNs Collector::LivenessWindow(const Stream& s) const {
+  // The longest interval at which the group's subscriptions promise data.
+  TimeNs base = 0;
+  for (const auto& sub : s.request.subscribe().subscription()) {
+    if (sub.mode() == gnmi::SAMPLE) {
+      // 0 = the target's fastest: counted as the floor.
+      base = std::max<TimeNs>(base, static_cast<TimeNs>(sub.sample_interval()));
+      if (sub.sample_interval() == 0) base = std::max<TimeNs>(base, 1);
+    } else if (sub.mode() == gnmi::ON_CHANGE && sub.heartbeat_interval() > 0) {
+      base = std::max<TimeNs>(base, static_cast<TimeNs>(sub.heartbeat_interval()));
+    }
+  }
+  if (base == 0 || options_.liveness_intervals <= 0) return 0;
+  return std::max<TimeNs>(base * options_.liveness_intervals, options_.liveness_floor_ns);
+}
+
+void Collector::StartCallLocked(Target& t, Stream& s, TimeNs now) {
   if (!t.profile_mode) {
     t.channel = NewChannel(t);
     if (t.health.connect_attempts > 0) ++t.health.reconnects;
     ++t.health.connect_attempts;
+  } else if (s.fresh_channel) {
+    // A group cut for silence is redialled on a connection of its own (the
+    // old one may be the hung part); the other groups keep theirs.
+    t.channel = NewChannel(t);
+    ++t.health.reconnects;
   }
+  s.fresh_channel = false;
   BuildRequest(t, s);
   s.connected = s.synced = s.got_data = false;
   s.synced_at = -1;
   s.cancelled = false;
+  s.silent_cut = false;
+  s.armed = false;
+  s.last_message = now;
+  s.liveness_ns = LivenessWindow(s);
   ++active_calls_;
   ++t.active_calls;
   s.call = new Call(this, &t, &s, t.channel);
@@ -744,6 +817,7 @@ void Collector::OnResponse(Target& t, Stream& s, const gnmi::SubscribeResponse& 
     bool first = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      s.last_message = clock_->Now();
       if (!s.synced && r.sync_response()) {
         s.synced = true;
         s.got_data = true;
@@ -825,12 +899,14 @@ void Collector::OnResponse(Target& t, Stream& s, const gnmi::SubscribeResponse& 
   if (key_map) {  // Never take mu_ under tr_mu (the supervisor's order is mu_, then tr_mu).
     std::lock_guard<std::mutex> lock(mu_);
     s.got_data = true;
+    NoteMessageLocked(s, arrival);
     return;
   }
   const uint64_t count = static_cast<uint64_t>(n->update_size() + n->delete__size());
   {
     std::lock_guard<std::mutex> lock(mu_);
     s.got_data = true;
+    NoteMessageLocked(s, arrival);
     if (!t.delivered_since_failure) {
       t.delivered_since_failure = true;
       t.health.consecutive_failures = 0;
@@ -860,7 +936,17 @@ void Collector::OnResponse(Target& t, Stream& s, const gnmi::SubscribeResponse& 
   t.health.last_update_ns = arrival;
 }
 
-void Collector::OnCallDone(Target& t, Stream& s, int code, const std::string& error, Call* call) {
+void Collector::NoteMessageLocked(Stream& s, TimeNs arrival) {
+  s.last_message = std::max(s.last_message, arrival);
+  if (s.synced) {
+    s.armed = true;  // Data after sync: the group is expected to keep talking.
+    s.silent_cuts = 0;
+  }
+}
+
+void Collector::OnCallDone(Target& t, Stream& s, int code, const std::string& error_in,
+                           Call* call) {
+  std::string error = error_in;
   bool tell_disconnected = false;
   TimeNs delay = 0;
   bool log_failure = false;
@@ -879,6 +965,29 @@ void Collector::OnCallDone(Target& t, Stream& s, int code, const std::string& er
     s.connected = s.synced = false;
     if (ours || s.dead) {
       // Cancelled by us (reconnect of the target, reload, stop).
+    } else if (s.silent_cut) {
+      // Cut for silence: this group alone is redialled, on a new connection,
+      // after the backoff (growing while it keeps going silent).
+      const TimeNs now = clock_->Now();
+      ++s.silent_cuts;
+      error = "no update for " + std::to_string((now - s.last_message) / kNsPerMs) +
+              " ms (liveness window " + std::to_string(s.liveness_ns / kNsPerMs) +
+              " ms): subscription group redialled";
+      t.health.last_error = error;
+      ++t.health.stream_errors;
+      const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+      delay = BackoffDelay(options_.backoff, s.silent_cuts, u);
+      s.next_attempt = now + delay;
+      s.fresh_channel = true;
+      if (!t.profile_mode) {
+        t.health.next_attempt_ns = s.next_attempt;
+        t.health.connected = false;
+        t.health.synced = false;
+        tell_disconnected = t.told_connected;
+        t.told_connected = false;
+      }
+      log_failure = true;
+      log_what = "gnmi subscription group silent; redialling";
     } else if (t.profile_mode && !s.got_data && IsRejection(code)) {
       const TimeNs now = clock_->Now();
       ++t.health.subscribe_rejects;

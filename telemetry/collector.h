@@ -40,6 +40,17 @@
 // called again. Lock order: the collector's mutex, then a target's
 // translator lock; never the reverse.
 //
+// Liveness, per subscription group (stream): once a stream has delivered an
+// update after its sync_response, it must keep talking — a group with SAMPLE
+// subscriptions at least every max(sample interval), an ON_CHANGE group every
+// heartbeat when the profile says the platform honours heartbeats (they are
+// then requested). Silent for liveness_intervals of that (at least
+// liveness_floor_ns), the group's stream is cancelled and redialled on a new
+// connection after the backoff, and counted (TargetHealth.silent_cuts); the
+// other groups of the target keep their streams. ON_CHANGE groups without
+// heartbeats, and dead connections generally, are caught by gRPC keepalive
+// (keepalive_time_ns / keepalive_timeout_ns on every channel).
+//
 // Bad input: a target whose stream fails (bad message, message over the size
 // limit, protocol error) is counted and reconnected with backoff; updates the
 // sink rejects are counted per target; notifications beyond the per-target
@@ -154,6 +165,16 @@ struct CollectorOptions {
   uint64_t max_updates_per_sec = 0;
   // Seed for backoff jitter; 0 = random.
   uint64_t seed = 0;
+  // A subscription group silent for this many of its intervals (sample interval,
+  // or heartbeat) is dead: cancelled and redialled. Never sooner than the floor.
+  int liveness_intervals = 5;
+  TimeNs liveness_floor_ns = 2 * kNsPerSec;
+  // gRPC keepalive on every channel (HTTP/2 PING every keepalive_time_ns while a
+  // stream is open; no answer within keepalive_timeout_ns fails the connection).
+  // 0 = off. Servers that find pings too frequent answer GOAWAY too_many_pings,
+  // after which gRPC doubles the interval by itself.
+  TimeNs keepalive_time_ns = 30 * kNsPerSec;
+  TimeNs keepalive_timeout_ns = 10 * kNsPerSec;
 };
 
 struct TargetHealth {
@@ -169,6 +190,8 @@ struct TargetHealth {
   uint64_t stream_errors = 0;     // Streams that ended (failed to connect or broke).
   uint64_t connect_attempts = 0;
   uint64_t reconnects = 0;  // Attempts after the first.
+  // Subscription groups cut for silence (liveness) and redialled.
+  uint64_t silent_cuts = 0;
   int consecutive_failures = 0;
   TimeNs next_attempt_ns = 0;  // When idle: the Clock time of the next attempt.
   std::string last_error;      // "UNAVAILABLE: ..." of the last failed stream.
@@ -212,6 +235,9 @@ class Collector {
   std::unique_ptr<Target> MakeTarget(const TargetConfig& cfg, TimeNs now);
   void SupervisorLoop();
   void StartCallLocked(Target& t, Stream& s, TimeNs now);
+  TimeNs LivenessWindow(const Stream& s) const;
+  void CutSilentStreamsLocked(Target& t, TimeNs now);
+  void NoteMessageLocked(Stream& s, TimeNs arrival);
   void StartCapsLocked(Target& t, TimeNs now);
   void BuildStreamsLocked(Target& t, TimeNs now);
   void BuildRequest(const Target& t, Stream& s) const;

@@ -8,7 +8,9 @@ namespace loom::telemetry {
 
 size_t CoalescingSink::OnNotification(const std::string& target, const gnmi::Notification& n,
                                       TimeNs arrival_ns) {
-  const std::string& tgt = n.prefix().target().empty() ? target : n.prefix().target();
+  // The session's device, whatever the prefix target says (trust rule: a
+  // notification speaks for the device of the session it arrived on).
+  const std::string& tgt = target;
   auto put = [&](const gnmi::Path& p, const gnmi::TypedValue* v) {
     gnmi::Path full = JoinPath(n.prefix(), p);
     full.clear_target();

@@ -606,6 +606,13 @@ int main(int argc, char** argv) {
                             .Help("gNMI streams that failed or broke, summed over targets")
                             .Register(*registry)
                             .Add({});
+  auto& silent_cuts = prometheus::BuildGauge()
+                          .Name("loom_telemetry_silent_stream_cuts")
+                          .Help(
+                              "gNMI subscription groups cut for silence (no update within their "
+                              "liveness window) and redialled, summed over targets")
+                          .Register(*registry)
+                          .Add({});
   auto& signal_gauges =
       prometheus::BuildGauge()
           .Name("loom_telemetry_signals")
@@ -639,7 +646,7 @@ int main(int argc, char** argv) {
       controller.OnLinkSnapshot(
           std::make_shared<const loom::telemetry::LinkSnapshot>(link_telemetry.Snapshot()));
       int connected = 0, synced = 0, down = 0;
-      double errors = 0, rejects = 0;
+      double errors = 0, rejects = 0, cuts = 0;
       std::map<std::pair<std::string, std::string>, int> by_state;
       for (const auto& sig : loom::telemetry::CatalogueSignals()) {
         for (const char* st : {"live", "stale", "unavailable", "pending"}) by_state[{sig, st}] = 0;
@@ -650,6 +657,7 @@ int main(int argc, char** argv) {
         down += !h.connected;
         errors += static_cast<double>(h.stream_errors);
         rejects += static_cast<double>(h.subscribe_rejects);
+        cuts += static_cast<double>(h.silent_cuts);
         for (const auto& sh : h.signals) {
           ++by_state[{sh.signal, loom::telemetry::SignalStateName(sh.state)}];
         }
@@ -659,6 +667,7 @@ int main(int argc, char** argv) {
       target_gauges.Add({{"state", "down"}}).Set(down);
       target_errors.Set(errors);
       reject_gauge.Set(rejects);
+      silent_cuts.Set(cuts);
       for (const auto& [key, n] : by_state) {
         signal_gauges.Add({{"signal", key.first}, {"state", key.second}}).Set(n);
       }

@@ -15,6 +15,7 @@
 #include "telemetry/path.h"
 #include "telemetry/profile.h"
 #include "tests/telemetry/fake_gnmi_server.h"
+#include "tests/telemetry/test_fabric.h"
 
 namespace loom::telemetry {
 namespace {
@@ -379,6 +380,68 @@ TEST(CollectorProfileTest, ReloadKeepsUnchangedTargetsStreams) {
   EXPECT_EQ(c.Health().size(), 1u);
   ASSERT_TRUE(WaitFor([&] { return b.open_streams() == 0; }));
   EXPECT_EQ(a.requests().size(), calls);
+}
+
+// Heartbeats are asked for on ON_CHANGE subscriptions where the profile says the
+// platform honours them (loom-fabric: 5 s), and not elsewhere (SONiC).
+TEST(CollectorProfileTest, HeartbeatRequestedWhereThePlatformHonoursIt) {
+  for (const std::string profile : {"loom-fabric", "sonic"}) {
+    FakeGnmiServer server;
+    server.SetEncodings({gnmi::PROTO, gnmi::JSON_IETF});
+    ASSERT_TRUE(server.Start());
+    VirtualClock clock(100 * kSec);
+    RecordingSink sink;
+    Collector c(Options({ProfileTarget("leaf0", server.address(), profile)}), &sink, &clock);
+    ASSERT_TRUE(c.Start().ok());
+    ASSERT_TRUE(WaitFor([&] { return c.Health()[0].synced; }));
+    int on_change = 0, with_heartbeat = 0;
+    for (const auto& r : server.requests()) {
+      for (const auto& sub : r.subscribe().subscription()) {
+        if (sub.mode() != gnmi::ON_CHANGE) continue;
+        ++on_change;
+        if (sub.heartbeat_interval() == 5'000'000'000u) ++with_heartbeat;
+        EXPECT_TRUE(sub.heartbeat_interval() == 0 || profile == "loom-fabric");
+      }
+    }
+    EXPECT_GT(on_change, 0) << profile;
+    EXPECT_EQ(with_heartbeat, profile == "loom-fabric" ? on_change : 0) << profile;
+  }
+}
+
+// In profile mode a silent group is redialled alone: the target stays connected
+// and its other streams are not restarted.
+TEST(CollectorProfileTest, SilentGroupIsRedialledAloneOnItsOwnConnection) {
+  FakeGnmiServer server;
+  server.SetEncodings({gnmi::PROTO});
+  ASSERT_TRUE(server.Start());
+  VirtualClock clock(100 * kSec);
+  RecordingSink sink;
+  Collector c(Options({ProfileTarget("leaf0", server.address(), "loom-fabric")}), &sink, &clock);
+  ASSERT_TRUE(c.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return c.Health()[0].synced; }));
+  const int streams = c.Health()[0].streams;
+  const int calls = server.subscribe_calls();
+  ASSERT_GE(streams, 2);
+  // Data after sync on every stream (the fake server sends to all of them).
+  server.Push(testing::Note(1'700'000'000 * kSec, "/interfaces/interface[name=Ethernet0]/state/counters",
+                   {{"out-octets", testing::U(1)}}));
+  ASSERT_TRUE(WaitFor([&] { return c.Health()[0].notifications >= 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // A group mixing SAMPLE (100 ms) and ON_CHANGE with 5 s heartbeats promises
+  // data every 5 s at least: window 5 x 5 s.
+  clock.Advance(20 * kSec);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(c.Health()[0].silent_cuts, 0u);
+  clock.Advance(6 * kSec);
+  // The groups that were armed are cut and redialled; the target never
+  // disconnects.
+  ASSERT_TRUE(WaitFor([&] { return c.Health()[0].silent_cuts >= 1; }));
+  const uint64_t cuts = c.Health()[0].silent_cuts;
+  EXPECT_TRUE(c.Health()[0].connected);
+  clock.Advance(2 * kSec);
+  ASSERT_TRUE(WaitFor([&] { return server.subscribe_calls() == calls + static_cast<int>(cuts); }));
+  EXPECT_TRUE(c.Health()[0].connected);
+  EXPECT_EQ(c.Health()[0].streams, streams);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "telemetry/link_state.h"
 #include "tests/telemetry/fake_gnmi_server.h"
+#include "tests/telemetry/tcp_relay.h"
 #include "tests/telemetry/test_fabric.h"
 
 namespace loom::telemetry {
@@ -246,6 +247,87 @@ TEST(CollectorTest, UpdateRateLimitDropsExcessAndCountsIt) {
   clock.Advance(kSec);
   server.Push(Counters("leaf-0", 16, 16));
   ASSERT_TRUE(WaitFor([&] { return collector.Health()[0].updates == 11; }));
+}
+
+// A SAMPLE group that goes silent after delivering (a hung target process, a
+// stream stuck behind a dead connection) is cut and redialled; one that keeps
+// talking is left alone, however long it runs.
+TEST(CollectorTest, SilentSampleGroupIsCutAndRedialled) {
+  FakeGnmiServer server({Counters("leaf-0", 1, 0)});
+  ASSERT_TRUE(server.Start());
+  VirtualClock clock(100 * kSec);
+  CoalescingSink sink;
+  Collector collector(OneTarget(server.address()), &sink, &clock);
+  ASSERT_TRUE(collector.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return collector.Health()[0].synced; }));
+  // Talking every second of Clock time for 10 s (SAMPLE every 100 ms: liveness
+  // window max(5 x 100 ms, 2 s floor) = 2 s).
+  for (int i = 2; i <= 11; ++i) {
+    clock.Advance(kSec);
+    server.Push(Counters("leaf-0", i, static_cast<uint64_t>(i)));
+    ASSERT_TRUE(WaitFor([&] { return collector.Health()[0].notifications == uint64_t(i); }));
+  }
+  // The supervisor looks every 100 ms of real time: give it a few looks.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(collector.Health()[0].silent_cuts, 0u);
+  EXPECT_EQ(server.subscribe_calls(), 1);
+  // Silent for 2.5 s: cut.
+  clock.Advance(2500 * kNsPerMs);
+  ASSERT_TRUE(WaitFor([&] { return collector.Health()[0].silent_cuts == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return collector.Health()[0].stream_errors == 1; }));
+  TargetHealth h = collector.Health()[0];
+  EXPECT_NE(h.last_error.find("no update for 2500 ms"), std::string::npos) << h.last_error;
+  EXPECT_FALSE(h.connected);
+  // Redialled after the backoff (1 s +- 20 %).
+  EXPECT_LE(h.next_attempt_ns, clock.Now() + 1200 * kNsPerMs);
+  clock.Set(h.next_attempt_ns);
+  ASSERT_TRUE(WaitFor([&] { return server.subscribe_calls() == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return collector.Health()[0].synced; }));
+  EXPECT_EQ(collector.Health()[0].reconnects, 1u);
+}
+
+// A group that never delivered after sync (paths with no data yet) is not watched:
+// silence there is not death.
+TEST(CollectorTest, GroupWithoutDataAfterSyncIsNotCut) {
+  FakeGnmiServer server;
+  ASSERT_TRUE(server.Start());
+  VirtualClock clock(100 * kSec);
+  CoalescingSink sink;
+  Collector collector(OneTarget(server.address()), &sink, &clock);
+  ASSERT_TRUE(collector.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return collector.Health()[0].synced; }));
+  clock.Advance(60 * kSec);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(collector.Health()[0].silent_cuts, 0u);
+  EXPECT_EQ(server.subscribe_calls(), 1);
+}
+
+// A connection that black-holes (no FIN, no RST: a hung peer or a dead path) is
+// found by gRPC keepalive and the target redialled — the case liveness cannot see
+// for ON_CHANGE groups without heartbeats.
+TEST(CollectorTest, BlackHoledConnectionIsFoundByKeepalive) {
+  FakeGnmiServer server({Counters("leaf-0", 1, 0)});
+  ASSERT_TRUE(server.Start());
+  testing::TcpRelay relay(server.port());
+  ASSERT_TRUE(relay.Start());
+  VirtualClock clock(100 * kSec);  // Still: liveness never fires here.
+  CoalescingSink sink;
+  CollectorOptions o = OneTarget(relay.address());
+  o.keepalive_time_ns = 300 * kNsPerMs;
+  o.keepalive_timeout_ns = 300 * kNsPerMs;
+  Collector collector(o, &sink, &clock);
+  ASSERT_TRUE(collector.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return collector.Health()[0].synced; }));
+  // Pings are answered while the path works: the stream stays up.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(collector.Health()[0].stream_errors, 0u);
+  EXPECT_TRUE(collector.Health()[0].connected);
+  relay.Freeze();
+  ASSERT_TRUE(WaitFor([&] { return collector.Health()[0].stream_errors == 1; }));
+  const TargetHealth h = collector.Health()[0];
+  EXPECT_FALSE(h.connected);
+  EXPECT_NE(h.last_error.find("UNAVAILABLE"), std::string::npos) << h.last_error;
+  EXPECT_EQ(h.silent_cuts, 0u);
 }
 
 }  // namespace

@@ -33,6 +33,10 @@ class FakeGnmiServer final : public gnmi::gNMI::Service {
     b.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(),
                        &port_);
     b.RegisterService(this);
+    // Accept client keepalive pings however often they come (tests use short
+    // intervals); gRPC's default would answer GOAWAY too_many_pings.
+    b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10);
+    b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
     server_ = b.BuildAndStart();
     return server_ != nullptr && port_ > 0;
   }
