@@ -1,5 +1,6 @@
 #include "common/text.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace loom {
@@ -64,6 +65,28 @@ uint64_t Fnv1a64(std::string_view bytes) {
     h *= 1099511628211ull;
   }
   return h;
+}
+
+std::string QuoteInput(std::string_view s, size_t max) {
+  std::string out = "\"";
+  const size_t n = std::min(s.size(), max);
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  out += '"';
+  if (s.size() > max) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
 }
 
 }  // namespace loom

@@ -16,6 +16,11 @@ const char* StatusCodeName(int code);
 // as \u00XX).
 void AppendJsonString(std::string& out, std::string_view s);
 
+// `s` quoted for an error message: at most `max` bytes of it, bytes outside
+// printable ASCII as \xNN, and its full size when clipped:
+// "abc..." (1048576 bytes). Errors never echo whole inputs.
+std::string QuoteInput(std::string_view s, size_t max = 64);
+
 // 64-bit FNV-1a: a stable hash (same value on every run and machine).
 uint64_t Fnv1a64(std::string_view bytes);
 

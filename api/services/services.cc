@@ -4,9 +4,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "controller/core/job_validation.h"
+#include "controller/core/request_limits.h"
 #include "southbound/gnmi/set_adapter.h"
 #include "southbound/render/render.h"
 
@@ -28,21 +33,66 @@ template <typename T>
 using Done = std::function<void(Status, T)>;
 
 template <typename Req, typename Resp, typename Call>
-grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, const Req* req, Resp* resp,
-                                Call call) {
+void Unary(Req req, Reply<Resp> reply, Call call) {
+  call(std::move(req), [reply](Status s, Resp answer) { reply(ToGrpc(s), answer); });
+}
+
+// Parses a raw request body as `Req`; INVALID_ARGUMENT naming the type when it
+// is not one.
+template <typename Req>
+Status ParseRequest(const grpc::ByteBuffer* in, Req* req) {
+  std::string bytes;
+  if (in != nullptr && in->Length() > 0) {
+    std::vector<grpc::Slice> slices;
+    if (!in->Dump(&slices).ok()) return InvalidArgument("request body: unreadable");
+    bytes.reserve(in->Length());
+    for (const auto& sl : slices) {
+      bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+    }
+  }
+  if (!req->ParseFromString(bytes)) {
+    return InvalidArgument("request body: not a valid " +
+                           std::string(Req::descriptor()->full_name()) + " (" +
+                           std::to_string(bytes.size()) + " bytes of malformed protobuf)");
+  }
+  return Status::Ok();
+}
+
+template <typename Req, typename Resp, typename Handler>
+grpc::ServerUnaryReactor* RawUnary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                   grpc::ByteBuffer* out, Handler handler) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  call(Req(*req), [reactor, resp](Status s, Resp answer) {
-    if (s.ok()) *resp = std::move(answer);
+  Req req;
+  if (Status s = ParseRequest(in, &req); !s.ok()) {
     reactor->Finish(ToGrpc(s));
-  });
+    return reactor;
+  }
+  handler(std::move(req), Reply<Resp>(reactor, out));
   return reactor;
+}
+
+// A stream that ends at once with `status` (its request was not valid).
+class FailedStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit FailedStream(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+template <typename Req, typename Handler>
+grpc::ServerWriteReactor<grpc::ByteBuffer>* RawStream(const grpc::ByteBuffer* in, Handler handler) {
+  Req req;
+  if (Status s = ParseRequest(in, &req); !s.ok()) return new FailedStream(ToGrpc(s));
+  if (Status s = loom::controller::ValidateRequest(req); !s.ok()) {
+    return new FailedStream(ToGrpc(s));
+  }
+  return handler(req);
 }
 
 // A server stream fed by a controller subscription through a bounded queue.
 // The queue and flags live in a shared State so the controller's sink can
 // outlive the reactor (gRPC deletes the reactor in OnDone).
 template <typename Resp>
-class WatchReactor final : public grpc::ServerWriteReactor<Resp> {
+class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // Fills the response for an event; returns false to skip the event.
   using Convert = std::function<bool(const v1::Event&, Resp*)>;
@@ -104,7 +154,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<Resp> {
     Controller* controller = nullptr;
     Convert convert;
     size_t limit = 0;
-    std::deque<Resp> queue;  // front() is being written while `writing`
+    std::deque<grpc::ByteBuffer> queue;  // front() is being written while `writing`
     bool writing = false;
     bool finish_requested = false;
     bool drain_before_finish = false;
@@ -127,7 +177,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<Resp> {
                      lock);
         return false;
       }
-      queue.push_back(std::move(resp));
+      grpc::ByteBuffer bytes;
+      bool own = false;
+      if (!grpc::SerializationTraits<Resp>::Serialize(resp, &bytes, &own).ok()) return true;
+      queue.push_back(std::move(bytes));
       Pump(lock);
       return true;
     }
@@ -136,7 +189,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<Resp> {
       if (writing || !reactor) return;
       if (!queue.empty() && (!finish_requested || drain_before_finish)) {
         writing = true;
-        const Resp* msg = &queue.front();
+        const grpc::ByteBuffer* msg = &queue.front();
         WatchReactor* r = reactor;
         lock.unlock();
         r->StartWrite(msg);
@@ -168,63 +221,85 @@ class WatchReactor final : public grpc::ServerWriteReactor<Resp> {
 
 }  // namespace
 
+// Raw entry points: parse, then the typed handler.
+#define LOOM_RAW_UNARY(Class, Method)                                                          \
+  grpc::ServerUnaryReactor* Class::Method(grpc::CallbackServerContext* ctx,                    \
+                                          const grpc::ByteBuffer* in, grpc::ByteBuffer* out) { \
+    return RawUnary<v1::Method##Request, v1::Method##Response>(                                \
+        ctx, in, out, [this](v1::Method##Request req, Reply<v1::Method##Response> reply) {     \
+          Do##Method(std::move(req), reply);                                                   \
+        });                                                                                    \
+  }
+LOOM_RAW_UNARY(FabricServiceImpl, GetTopology)
+LOOM_RAW_UNARY(FabricServiceImpl, ListLinks)
+LOOM_RAW_UNARY(FabricServiceImpl, ListDevices)
+LOOM_RAW_UNARY(FabricServiceImpl, GetLink)
+LOOM_RAW_UNARY(FabricServiceImpl, DrainLink)
+LOOM_RAW_UNARY(FabricServiceImpl, UndrainLink)
+LOOM_RAW_UNARY(FabricServiceImpl, GetDeviceState)
+LOOM_RAW_UNARY(FabricServiceImpl, GetChangePlan)
+LOOM_RAW_UNARY(FabricServiceImpl, ApplyChangePlan)
+LOOM_RAW_UNARY(FabricServiceImpl, ClearChangeQuarantine)
+LOOM_RAW_UNARY(SchedulerServiceImpl, RegisterJob)
+LOOM_RAW_UNARY(SchedulerServiceImpl, UpdateJob)
+LOOM_RAW_UNARY(SchedulerServiceImpl, ReleaseJob)
+LOOM_RAW_UNARY(SchedulerServiceImpl, GetJob)
+LOOM_RAW_UNARY(SchedulerServiceImpl, ListJobs)
+#undef LOOM_RAW_UNARY
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* FabricServiceImpl::WatchEvents(
+    grpc::CallbackServerContext*, const grpc::ByteBuffer* in) {
+  return RawStream<v1::WatchEventsRequest>(
+      in, [this](const v1::WatchEventsRequest& req) { return DoWatchEvents(req); });
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerServiceImpl::WatchJobs(
+    grpc::CallbackServerContext*, const grpc::ByteBuffer* in) {
+  return RawStream<v1::WatchJobsRequest>(
+      in, [this](const v1::WatchJobsRequest& req) { return DoWatchJobs(req); });
+}
+
 // ---------------------------------------------------------------- fabric --
 
-grpc::ServerUnaryReactor* FabricServiceImpl::GetTopology(grpc::CallbackServerContext* ctx,
-                                                         const v1::GetTopologyRequest*,
-                                                         v1::GetTopologyResponse* resp) {
+void FabricServiceImpl::DoGetTopology(v1::GetTopologyRequest,
+                                      Reply<v1::GetTopologyResponse> reply) {
   // The topology is immutable after load: answer directly.
-  *resp->mutable_topology() = controller_.topology().topology();
-  auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  v1::GetTopologyResponse resp;
+  *resp.mutable_topology() = controller_.topology().topology();
+  reply(grpc::Status::OK, resp);
 }
 
-grpc::ServerUnaryReactor* FabricServiceImpl::ListLinks(grpc::CallbackServerContext* ctx,
-                                                       const v1::ListLinksRequest* req,
-                                                       v1::ListLinksResponse* resp) {
-  return Unary(ctx, req, resp,
-               [this](auto r, auto done) { controller_.ListLinks(std::move(r), std::move(done)); });
+void FabricServiceImpl::DoListLinks(v1::ListLinksRequest req, Reply<v1::ListLinksResponse> reply) {
+  if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
+  Unary(std::move(req), reply,
+        [this](auto r, auto done) { controller_.ListLinks(std::move(r), std::move(done)); });
 }
 
-grpc::ServerUnaryReactor* FabricServiceImpl::GetLink(grpc::CallbackServerContext* ctx,
-                                                     const v1::GetLinkRequest* req,
-                                                     v1::GetLinkResponse* resp) {
-  return Unary(ctx, req, resp,
-               [this](auto r, auto done) { controller_.GetLink(std::move(r), std::move(done)); });
+void FabricServiceImpl::DoGetLink(v1::GetLinkRequest req, Reply<v1::GetLinkResponse> reply) {
+  if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
+  Unary(std::move(req), reply,
+        [this](auto r, auto done) { controller_.GetLink(std::move(r), std::move(done)); });
 }
 
-grpc::ServerUnaryReactor* FabricServiceImpl::DrainLink(grpc::CallbackServerContext* ctx,
-                                                       const v1::DrainLinkRequest* req,
-                                                       v1::DrainLinkResponse* resp) {
-  if (Status s = loom::controller::ValidateRequestId(req->request_id()); !s.ok()) {
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(ToGrpc(s));
-    return reactor;
-  }
-  return Unary(ctx, req, resp,
-               [this](auto r, auto done) { controller_.DrainLink(std::move(r), std::move(done)); });
+void FabricServiceImpl::DoDrainLink(v1::DrainLinkRequest req, Reply<v1::DrainLinkResponse> reply) {
+  if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
+  Unary(std::move(req), reply,
+        [this](auto r, auto done) { controller_.DrainLink(std::move(r), std::move(done)); });
 }
 
-grpc::ServerUnaryReactor* FabricServiceImpl::UndrainLink(grpc::CallbackServerContext* ctx,
-                                                         const v1::UndrainLinkRequest* req,
-                                                         v1::UndrainLinkResponse* resp) {
-  if (Status s = loom::controller::ValidateRequestId(req->request_id()); !s.ok()) {
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(ToGrpc(s));
-    return reactor;
-  }
-  return Unary(ctx, req, resp, [this](auto r, auto done) {
-    controller_.UndrainLink(std::move(r), std::move(done));
-  });
+void FabricServiceImpl::DoUndrainLink(v1::UndrainLinkRequest req,
+                                      Reply<v1::UndrainLinkResponse> reply) {
+  if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
+  Unary(std::move(req), reply,
+        [this](auto r, auto done) { controller_.UndrainLink(std::move(r), std::move(done)); });
 }
 
-grpc::ServerWriteReactor<v1::WatchEventsResponse>* FabricServiceImpl::WatchEvents(
-    grpc::CallbackServerContext*, const v1::WatchEventsRequest* req) {
-  std::set<int> types(req->types().begin(), req->types().end());
-  std::string subject = req->subject();
+grpc::ServerWriteReactor<grpc::ByteBuffer>* FabricServiceImpl::DoWatchEvents(
+    const v1::WatchEventsRequest& req) {
+  std::set<int> types(req.types().begin(), req.types().end());
+  std::string subject = req.subject();
   return new WatchReactor<v1::WatchEventsResponse>(
-      controller_, req->start_revision(), !req->replay_only(),
+      controller_, req.start_revision(), !req.replay_only(),
       [types, subject](const v1::Event& ev, v1::WatchEventsResponse* out) {
         if (!types.empty() && !types.count(ev.type())) return false;
         if (!subject.empty() && ev.subject() != subject) return false;
@@ -234,28 +309,22 @@ grpc::ServerWriteReactor<v1::WatchEventsResponse>* FabricServiceImpl::WatchEvent
       options_.watch_queue_limit);
 }
 
-grpc::ServerUnaryReactor* FabricServiceImpl::ListDevices(grpc::CallbackServerContext* ctx,
-                                                         const v1::ListDevicesRequest* req,
-                                                         v1::ListDevicesResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
+void FabricServiceImpl::DoListDevices(v1::ListDevicesRequest req,
+                                      Reply<v1::ListDevicesResponse> reply) {
+  if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
   if (!options_.list_devices) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no device inventory"));
-    return reactor;
+    return reply.Fail(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no device inventory"));
   }
-  if (!req->device().empty() && controller_.topology().FindDevice(req->device()) == nullptr) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                 "device: \"" + req->device() + "\" is not in the topology"));
-    return reactor;
+  if (!req.device().empty() && controller_.topology().FindDevice(req.device()) == nullptr) {
+    return reply.Fail(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                   "device: \"" + req.device() + "\" is not in the topology"));
   }
-  *resp = options_.list_devices(req->device());
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  reply(grpc::Status::OK, options_.list_devices(req.device()));
 }
 
-grpc::ServerUnaryReactor* FabricServiceImpl::GetChangePlan(grpc::CallbackServerContext* ctx,
-                                                           const v1::GetChangePlanRequest* req,
-                                                           v1::GetChangePlanResponse* resp) {
-  return Unary(ctx, req, resp, [this](auto, Done<v1::GetChangePlanResponse> done) {
+void FabricServiceImpl::DoGetChangePlan(v1::GetChangePlanRequest req,
+                                        Reply<v1::GetChangePlanResponse> reply) {
+  Unary(std::move(req), reply, [this](auto, Done<v1::GetChangePlanResponse> done) {
     controller_.GetChangePlan([done = std::move(done)](Status s, v1::ChangePlan plan) {
       v1::GetChangePlanResponse r;
       *r.mutable_plan() = std::move(plan);
@@ -264,10 +333,9 @@ grpc::ServerUnaryReactor* FabricServiceImpl::GetChangePlan(grpc::CallbackServerC
   });
 }
 
-grpc::ServerUnaryReactor* FabricServiceImpl::ApplyChangePlan(grpc::CallbackServerContext* ctx,
-                                                             const v1::ApplyChangePlanRequest* req,
-                                                             v1::ApplyChangePlanResponse* resp) {
-  return Unary(ctx, req, resp, [this](auto r, Done<v1::ApplyChangePlanResponse> done) {
+void FabricServiceImpl::DoApplyChangePlan(v1::ApplyChangePlanRequest req,
+                                          Reply<v1::ApplyChangePlanResponse> reply) {
+  Unary(std::move(req), reply, [this](auto r, Done<v1::ApplyChangePlanResponse> done) {
     controller_.ApplyChangePlan(r.revision(),
                                 [done = std::move(done)](Status s, v1::ChangePlan plan) {
                                   v1::ApplyChangePlanResponse out;
@@ -277,10 +345,9 @@ grpc::ServerUnaryReactor* FabricServiceImpl::ApplyChangePlan(grpc::CallbackServe
   });
 }
 
-grpc::ServerUnaryReactor* FabricServiceImpl::ClearChangeQuarantine(
-    grpc::CallbackServerContext* ctx, const v1::ClearChangeQuarantineRequest* req,
-    v1::ClearChangeQuarantineResponse* resp) {
-  return Unary(ctx, req, resp, [this](auto r, Done<v1::ClearChangeQuarantineResponse> done) {
+void FabricServiceImpl::DoClearChangeQuarantine(v1::ClearChangeQuarantineRequest req,
+                                                Reply<v1::ClearChangeQuarantineResponse> reply) {
+  Unary(std::move(req), reply, [this](auto r, Done<v1::ClearChangeQuarantineResponse> done) {
     controller_.ClearChangeQuarantine(r.revision(),
                                       [done = std::move(done)](Status s, v1::ChangePlan plan) {
                                         v1::ClearChangeQuarantineResponse out;
@@ -290,40 +357,36 @@ grpc::ServerUnaryReactor* FabricServiceImpl::ClearChangeQuarantine(
   });
 }
 
-grpc::ServerUnaryReactor* FabricServiceImpl::GetDeviceState(grpc::CallbackServerContext* ctx,
-                                                            const v1::GetDeviceStateRequest* req,
-                                                            v1::GetDeviceStateResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!v1::ConfigFormat_IsValid(req->format())) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "format: unknown value " + std::to_string(req->format())));
-    return reactor;
+void FabricServiceImpl::DoGetDeviceState(v1::GetDeviceStateRequest req,
+                                         Reply<v1::GetDeviceStateResponse> reply) {
+  if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
+  if (!v1::ConfigFormat_IsValid(req.format())) {
+    return reply.Fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "format: unknown value " + std::to_string(req.format())));
   }
-  v1::ConfigFormat format = req->format();
+  v1::ConfigFormat format = req.format();
   std::shared_ptr<loom::southbound::gnmi::SetAdapter> adapter;
-  if (!req->adapter().empty()) {
-    adapter = loom::southbound::gnmi::MakeSetAdapter(req->adapter());
+  if (!req.adapter().empty()) {
+    adapter = loom::southbound::gnmi::MakeSetAdapter(req.adapter());
     if (adapter == nullptr) {
-      reactor->Finish(
-          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                       "adapter: \"" + req->adapter() + "\" is not loom, sonic or openconfig"));
-      return reactor;
+      return reply.Fail(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          "adapter: " + loom::QuoteInput(req.adapter()) + " is not loom, sonic or openconfig"));
     }
   }
-  controller_.GetDeviceState(*req, [this, reactor, resp, format, adapter, device = req->device()](
-                                       Status s, v1::GetDeviceStateResponse answer) {
+  controller_.GetDeviceState(req, [this, reply, format, adapter, device = req.device()](
+                                      Status s, v1::GetDeviceStateResponse resp) {
     if (s.ok()) {
-      *resp = std::move(answer);
       std::string preview;
       if (adapter != nullptr) {
         // What the platform adapter would send, with the mark per block.
         loom::southbound::gnmi::AdapterContext actx;
         actx.topology = &controller_.topology().topology();
         if (options_.adapter_context) options_.adapter_context(device, &actx);
-        v1::DeviceState desired = resp->desired();
+        v1::DeviceState desired = resp.desired();
         desired.set_device(device);
         preview = loom::southbound::gnmi::FormatPreview(*adapter, adapter->Encode(desired, actx));
-        resp->set_rendered(preview);
+        resp.set_rendered(preview);
       }
       // The callback runs on the controller strand; rendering one device
       // is a few microseconds of string building.
@@ -332,93 +395,69 @@ grpc::ServerUnaryReactor* FabricServiceImpl::GetDeviceState(grpc::CallbackServer
         Vendor v = format == v1::CONFIG_FORMAT_JUNOS  ? Vendor::kJunos
                    : format == v1::CONFIG_FORMAT_NXOS ? Vendor::kNxos
                                                       : Vendor::kSonic;
-        resp->set_rendered(preview + (preview.empty() ? "" : "\n") +
-                           loom::southbound::render::Render(resp->desired(),
-                                                            controller_.topology().topology(), v));
+        resp.set_rendered(
+            preview + (preview.empty() ? "" : "\n") +
+            loom::southbound::render::Render(resp.desired(), controller_.topology().topology(), v));
       }
     }
-    reactor->Finish(ToGrpc(s));
+    reply(ToGrpc(s), resp);
   });
-  return reactor;
 }
 
 // ------------------------------------------------------------- scheduler --
 
-namespace {
-
-template <typename Req>
-grpc::ServerUnaryReactor* RejectBadRequestId(grpc::CallbackServerContext* ctx, const Req* req) {
-  if (Status s = loom::controller::ValidateRequestId(req->request_id()); !s.ok()) {
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(ToGrpc(s));
-    return reactor;
+void SchedulerServiceImpl::DoRegisterJob(v1::RegisterJobRequest req,
+                                         Reply<v1::RegisterJobResponse> reply) {
+  if (Status s = loom::controller::ValidateRequestId(req.request_id()); !s.ok()) {
+    return reply.Fail(ToGrpc(s));
   }
-  return nullptr;
-}
-
-}  // namespace
-
-grpc::ServerUnaryReactor* SchedulerServiceImpl::RegisterJob(grpc::CallbackServerContext* ctx,
-                                                            const v1::RegisterJobRequest* req,
-                                                            v1::RegisterJobResponse* resp) {
-  if (auto* r = RejectBadRequestId(ctx, req)) return r;
-  if (!req->has_job()) {
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job: required"));
-    return reactor;
+  if (!req.has_job()) {
+    return reply.Fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job: required"));
   }
   // Stateless checks happen here, off the strand.
-  if (Status s = loom::controller::ValidateJobSpec(req->job(), controller_.topology()); !s.ok()) {
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(ToGrpc(s));
-    return reactor;
+  if (Status s = loom::controller::ValidateJobSpec(req.job(), controller_.topology()); !s.ok()) {
+    return reply.Fail(ToGrpc(s));
   }
-  return Unary(ctx, req, resp, [this](auto r, auto done) {
-    controller_.RegisterJob(std::move(r), std::move(done));
-  });
+  Unary(std::move(req), reply,
+        [this](auto r, auto done) { controller_.RegisterJob(std::move(r), std::move(done)); });
 }
 
-grpc::ServerUnaryReactor* SchedulerServiceImpl::UpdateJob(grpc::CallbackServerContext* ctx,
-                                                          const v1::UpdateJobRequest* req,
-                                                          v1::UpdateJobResponse* resp) {
-  if (auto* r = RejectBadRequestId(ctx, req)) return r;
-  if (!req->has_job()) {
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job: required"));
-    return reactor;
+void SchedulerServiceImpl::DoUpdateJob(v1::UpdateJobRequest req,
+                                       Reply<v1::UpdateJobResponse> reply) {
+  if (Status s = loom::controller::ValidateRequestId(req.request_id()); !s.ok()) {
+    return reply.Fail(ToGrpc(s));
   }
-  return Unary(ctx, req, resp,
-               [this](auto r, auto done) { controller_.UpdateJob(std::move(r), std::move(done)); });
+  if (!req.has_job()) {
+    return reply.Fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job: required"));
+  }
+  Unary(std::move(req), reply,
+        [this](auto r, auto done) { controller_.UpdateJob(std::move(r), std::move(done)); });
 }
 
-grpc::ServerUnaryReactor* SchedulerServiceImpl::ReleaseJob(grpc::CallbackServerContext* ctx,
-                                                           const v1::ReleaseJobRequest* req,
-                                                           v1::ReleaseJobResponse* resp) {
-  if (auto* r = RejectBadRequestId(ctx, req)) return r;
-  return Unary(ctx, req, resp, [this](auto r, auto done) {
-    controller_.ReleaseJob(std::move(r), std::move(done));
-  });
+void SchedulerServiceImpl::DoReleaseJob(v1::ReleaseJobRequest req,
+                                        Reply<v1::ReleaseJobResponse> reply) {
+  if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
+  Unary(std::move(req), reply,
+        [this](auto r, auto done) { controller_.ReleaseJob(std::move(r), std::move(done)); });
 }
 
-grpc::ServerUnaryReactor* SchedulerServiceImpl::GetJob(grpc::CallbackServerContext* ctx,
-                                                       const v1::GetJobRequest* req,
-                                                       v1::GetJobResponse* resp) {
-  return Unary(ctx, req, resp,
-               [this](auto r, auto done) { controller_.GetJob(std::move(r), std::move(done)); });
+void SchedulerServiceImpl::DoGetJob(v1::GetJobRequest req, Reply<v1::GetJobResponse> reply) {
+  if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
+  Unary(std::move(req), reply,
+        [this](auto r, auto done) { controller_.GetJob(std::move(r), std::move(done)); });
 }
 
-grpc::ServerUnaryReactor* SchedulerServiceImpl::ListJobs(grpc::CallbackServerContext* ctx,
-                                                         const v1::ListJobsRequest* req,
-                                                         v1::ListJobsResponse* resp) {
-  return Unary(ctx, req, resp,
-               [this](auto r, auto done) { controller_.ListJobs(std::move(r), std::move(done)); });
+void SchedulerServiceImpl::DoListJobs(v1::ListJobsRequest req, Reply<v1::ListJobsResponse> reply) {
+  if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
+  Unary(std::move(req), reply,
+        [this](auto r, auto done) { controller_.ListJobs(std::move(r), std::move(done)); });
 }
 
-grpc::ServerWriteReactor<v1::WatchJobsResponse>* SchedulerServiceImpl::WatchJobs(
-    grpc::CallbackServerContext*, const v1::WatchJobsRequest* req) {
-  std::string tenant = req->tenant();
+grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerServiceImpl::DoWatchJobs(
+    const v1::WatchJobsRequest& req) {
+  std::string tenant = req.tenant();
   return new WatchReactor<v1::WatchJobsResponse>(
-      controller_, req->start_revision(), !req->replay_only(),
+      controller_, req.start_revision(), !req.replay_only(),
       [tenant](const v1::Event& ev, v1::WatchJobsResponse* out) {
         v1::JobChange change;
         switch (ev.type()) {

@@ -6,6 +6,12 @@
 // controller subscription through a bounded queue: a client that falls
 // behind by more than `watch_queue_limit` events is ended with
 // RESOURCE_EXHAUSTED and told which revision to resume from.
+//
+// Every method is registered raw (request and response as bytes): the request
+// is parsed here, so a body that is not a valid message of the method's request
+// type is answered INVALID_ARGUMENT naming the type. (gRPC 1.51's callback
+// server answers such a body UNIMPLEMENTED with no message, as if the method
+// did not exist.)
 #ifndef LOOM_API_SERVICES_SERVICES_H_
 #define LOOM_API_SERVICES_SERVICES_H_
 
@@ -23,6 +29,57 @@ namespace loom::api {
 
 grpc::Status ToGrpc(const Status& s);
 
+// Finishes a raw unary call: the response is serialized into the call's
+// response buffer, then the call is finished with the status.
+template <typename Resp>
+class Reply {
+ public:
+  Reply(grpc::ServerUnaryReactor* reactor, grpc::ByteBuffer* out) : reactor_(reactor), out_(out) {}
+  void operator()(const grpc::Status& s, const Resp& resp) const {
+    if (s.ok()) {
+      grpc::ByteBuffer bb;
+      bool own = false;
+      grpc::Status w = grpc::SerializationTraits<Resp>::Serialize(resp, &bb, &own);
+      if (!w.ok()) {
+        reactor_->Finish(
+            grpc::Status(grpc::StatusCode::INTERNAL, "response: " + w.error_message()));
+        return;
+      }
+      out_->Swap(&bb);
+    }
+    reactor_->Finish(s);
+  }
+  void Fail(const grpc::Status& s) const { reactor_->Finish(s); }
+
+ private:
+  grpc::ServerUnaryReactor* reactor_;
+  grpc::ByteBuffer* out_;
+};
+
+namespace internal {
+namespace fs = loom::v1;
+using FabricBase = fs::FabricService::WithRawCallbackMethod_GetTopology<
+    fs::FabricService::WithRawCallbackMethod_ListLinks<
+        fs::FabricService::WithRawCallbackMethod_GetLink<
+            fs::FabricService::WithRawCallbackMethod_DrainLink<
+                fs::FabricService::WithRawCallbackMethod_UndrainLink<
+                    fs::FabricService::WithRawCallbackMethod_WatchEvents<
+                        fs::FabricService::WithRawCallbackMethod_GetDeviceState<
+                            fs::FabricService::WithRawCallbackMethod_ListDevices<
+                                fs::FabricService::WithRawCallbackMethod_GetChangePlan<
+                                    fs::FabricService::WithRawCallbackMethod_ApplyChangePlan<
+                                        fs::FabricService::
+                                            WithRawCallbackMethod_ClearChangeQuarantine<
+                                                fs::FabricService::CallbackService>>>>>>>>>>>;
+using SchedulerBase = fs::SchedulerService::WithRawCallbackMethod_RegisterJob<
+    fs::SchedulerService::WithRawCallbackMethod_UpdateJob<
+        fs::SchedulerService::WithRawCallbackMethod_ReleaseJob<
+            fs::SchedulerService::WithRawCallbackMethod_GetJob<
+                fs::SchedulerService::WithRawCallbackMethod_ListJobs<
+                    fs::SchedulerService::WithRawCallbackMethod_WatchJobs<
+                        fs::SchedulerService::CallbackService>>>>>>;
+}  // namespace internal
+
 struct ServiceOptions {
   size_t watch_queue_limit = 10'000;
   // ListDevices: every device with its telemetry source and signal states
@@ -36,73 +93,91 @@ struct ServiceOptions {
       adapter_context;
 };
 
-class FabricServiceImpl final : public loom::v1::FabricService::CallbackService {
+class FabricServiceImpl final : public internal::FabricBase {
  public:
   FabricServiceImpl(loom::controller::Controller& controller, ServiceOptions options = {})
       : controller_(controller), options_(options) {}
 
   grpc::ServerUnaryReactor* GetTopology(grpc::CallbackServerContext* ctx,
-                                        const loom::v1::GetTopologyRequest* req,
-                                        loom::v1::GetTopologyResponse* resp) override;
-  grpc::ServerUnaryReactor* ListLinks(grpc::CallbackServerContext* ctx,
-                                      const loom::v1::ListLinksRequest* req,
-                                      loom::v1::ListLinksResponse* resp) override;
+                                        const grpc::ByteBuffer* req,
+                                        grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* ListLinks(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                      grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* ctx,
-                                        const loom::v1::ListDevicesRequest* req,
-                                        loom::v1::ListDevicesResponse* resp) override;
-  grpc::ServerUnaryReactor* GetLink(grpc::CallbackServerContext* ctx,
-                                    const loom::v1::GetLinkRequest* req,
-                                    loom::v1::GetLinkResponse* resp) override;
-  grpc::ServerUnaryReactor* DrainLink(grpc::CallbackServerContext* ctx,
-                                      const loom::v1::DrainLinkRequest* req,
-                                      loom::v1::DrainLinkResponse* resp) override;
+                                        const grpc::ByteBuffer* req,
+                                        grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* GetLink(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                    grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* DrainLink(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                      grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* UndrainLink(grpc::CallbackServerContext* ctx,
-                                        const loom::v1::UndrainLinkRequest* req,
-                                        loom::v1::UndrainLinkResponse* resp) override;
-  grpc::ServerWriteReactor<loom::v1::WatchEventsResponse>* WatchEvents(
-      grpc::CallbackServerContext* ctx, const loom::v1::WatchEventsRequest* req) override;
+                                        const grpc::ByteBuffer* req,
+                                        grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* GetDeviceState(grpc::CallbackServerContext* ctx,
-                                           const loom::v1::GetDeviceStateRequest* req,
-                                           loom::v1::GetDeviceStateResponse* resp) override;
+                                           const grpc::ByteBuffer* req,
+                                           grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* GetChangePlan(grpc::CallbackServerContext* ctx,
-                                          const loom::v1::GetChangePlanRequest* req,
-                                          loom::v1::GetChangePlanResponse* resp) override;
+                                          const grpc::ByteBuffer* req,
+                                          grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* ApplyChangePlan(grpc::CallbackServerContext* ctx,
-                                            const loom::v1::ApplyChangePlanRequest* req,
-                                            loom::v1::ApplyChangePlanResponse* resp) override;
-  grpc::ServerUnaryReactor* ClearChangeQuarantine(
-      grpc::CallbackServerContext* ctx, const loom::v1::ClearChangeQuarantineRequest* req,
-      loom::v1::ClearChangeQuarantineResponse* resp) override;
+                                            const grpc::ByteBuffer* req,
+                                            grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* ClearChangeQuarantine(grpc::CallbackServerContext* ctx,
+                                                  const grpc::ByteBuffer* req,
+                                                  grpc::ByteBuffer* resp) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchEvents(grpc::CallbackServerContext* ctx,
+                                                          const grpc::ByteBuffer* req) override;
 
  private:
+  void DoGetTopology(loom::v1::GetTopologyRequest req, Reply<loom::v1::GetTopologyResponse> reply);
+  void DoListLinks(loom::v1::ListLinksRequest req, Reply<loom::v1::ListLinksResponse> reply);
+  void DoListDevices(loom::v1::ListDevicesRequest req, Reply<loom::v1::ListDevicesResponse> reply);
+  void DoGetLink(loom::v1::GetLinkRequest req, Reply<loom::v1::GetLinkResponse> reply);
+  void DoDrainLink(loom::v1::DrainLinkRequest req, Reply<loom::v1::DrainLinkResponse> reply);
+  void DoUndrainLink(loom::v1::UndrainLinkRequest req, Reply<loom::v1::UndrainLinkResponse> reply);
+  void DoGetDeviceState(loom::v1::GetDeviceStateRequest req,
+                        Reply<loom::v1::GetDeviceStateResponse> reply);
+  void DoGetChangePlan(loom::v1::GetChangePlanRequest req,
+                       Reply<loom::v1::GetChangePlanResponse> reply);
+  void DoApplyChangePlan(loom::v1::ApplyChangePlanRequest req,
+                         Reply<loom::v1::ApplyChangePlanResponse> reply);
+  void DoClearChangeQuarantine(loom::v1::ClearChangeQuarantineRequest req,
+                               Reply<loom::v1::ClearChangeQuarantineResponse> reply);
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* DoWatchEvents(
+      const loom::v1::WatchEventsRequest& req);
+
   loom::controller::Controller& controller_;
   ServiceOptions options_;
 };
 
-class SchedulerServiceImpl final : public loom::v1::SchedulerService::CallbackService {
+class SchedulerServiceImpl final : public internal::SchedulerBase {
  public:
   SchedulerServiceImpl(loom::controller::Controller& controller, ServiceOptions options = {})
       : controller_(controller), options_(options) {}
 
   grpc::ServerUnaryReactor* RegisterJob(grpc::CallbackServerContext* ctx,
-                                        const loom::v1::RegisterJobRequest* req,
-                                        loom::v1::RegisterJobResponse* resp) override;
-  grpc::ServerUnaryReactor* UpdateJob(grpc::CallbackServerContext* ctx,
-                                      const loom::v1::UpdateJobRequest* req,
-                                      loom::v1::UpdateJobResponse* resp) override;
+                                        const grpc::ByteBuffer* req,
+                                        grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* UpdateJob(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                      grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* ReleaseJob(grpc::CallbackServerContext* ctx,
-                                       const loom::v1::ReleaseJobRequest* req,
-                                       loom::v1::ReleaseJobResponse* resp) override;
-  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx,
-                                   const loom::v1::GetJobRequest* req,
-                                   loom::v1::GetJobResponse* resp) override;
-  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* ctx,
-                                     const loom::v1::ListJobsRequest* req,
-                                     loom::v1::ListJobsResponse* resp) override;
-  grpc::ServerWriteReactor<loom::v1::WatchJobsResponse>* WatchJobs(
-      grpc::CallbackServerContext* ctx, const loom::v1::WatchJobsRequest* req) override;
+                                       const grpc::ByteBuffer* req,
+                                       grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                   grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                     grpc::ByteBuffer* resp) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchJobs(grpc::CallbackServerContext* ctx,
+                                                        const grpc::ByteBuffer* req) override;
 
  private:
+  void DoRegisterJob(loom::v1::RegisterJobRequest req, Reply<loom::v1::RegisterJobResponse> reply);
+  void DoUpdateJob(loom::v1::UpdateJobRequest req, Reply<loom::v1::UpdateJobResponse> reply);
+  void DoReleaseJob(loom::v1::ReleaseJobRequest req, Reply<loom::v1::ReleaseJobResponse> reply);
+  void DoGetJob(loom::v1::GetJobRequest req, Reply<loom::v1::GetJobResponse> reply);
+  void DoListJobs(loom::v1::ListJobsRequest req, Reply<loom::v1::ListJobsResponse> reply);
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* DoWatchJobs(const loom::v1::WatchJobsRequest& req);
+
   loom::controller::Controller& controller_;
   ServiceOptions options_;
 };

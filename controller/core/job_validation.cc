@@ -5,6 +5,8 @@
 #include <set>
 #include <vector>
 
+#include "common/text.h"
+
 namespace loom::controller {
 
 namespace {
@@ -22,8 +24,8 @@ Status CheckId(const std::string& value, const char* field) {
                            " characters");
   }
   if (!Printable(value)) {
-    return InvalidArgument(std::string(field) + ": must be printable ASCII without spaces, got \"" +
-                           value + "\"");
+    return InvalidArgument(std::string(field) + ": must be printable ASCII without spaces, got " +
+                           QuoteInput(value));
   }
   return Status::Ok();
 }
@@ -34,6 +36,10 @@ std::string RangeText(const loom::v1::NumberRange& r) {
 
 Status CheckRanges(const google::protobuf::RepeatedPtrField<loom::v1::NumberRange>& ranges,
                    const std::string& field, uint32_t max, const char* what) {
+  if (ranges.size() > kMaxRanges) {
+    return InvalidArgument(field + ": " + std::to_string(ranges.size()) + " ranges, at most " +
+                           std::to_string(kMaxRanges));
+  }
   std::vector<std::pair<int, const loom::v1::NumberRange*>> sorted;
   for (int i = 0; i < ranges.size(); ++i) {
     const auto& r = ranges[i];
@@ -83,12 +89,11 @@ Status ValidateJobSpec(const loom::v1::Job& job, const loom::topology::TopologyI
     const std::string& ep = job.endpoints(i);
     std::string f = "job.endpoints[" + std::to_string(i) + "]";
     if (topo.EndpointNic(ep).empty()) {
-      return InvalidArgument(f + ": unknown endpoint \"" + ep +
-                             "\" (not a GPU or NIC of topology \"" + topo.topology().name() +
-                             "\")");
+      return InvalidArgument(f + ": unknown endpoint " + QuoteInput(ep) +
+                             " (not a GPU or NIC of topology \"" + topo.topology().name() + "\")");
     }
     if (!seen.insert(ep).second) {
-      return InvalidArgument(f + ": endpoint \"" + ep + "\" is listed twice");
+      return InvalidArgument(f + ": endpoint " + QuoteInput(ep) + " is listed twice");
     }
   }
   if (Status s = CheckRanges(job.qp_ranges(), "job.qp_ranges", kMaxQpn, "QP number"); !s.ok()) {
@@ -115,30 +120,37 @@ Status ValidateJobSpec(const loom::v1::Job& job, const loom::topology::TopologyI
     return InvalidArgument("job.traffic: " + std::to_string(job.traffic_size()) +
                            " entries, at most " + std::to_string(kMaxTrafficFlows));
   }
-  auto clip = [](const std::string& v) { return v.size() > 80 ? v.substr(0, 80) + "..." : v; };
+  auto clip = [](const std::string& v) { return QuoteInput(v); };
   for (int i = 0; i < job.traffic_size(); ++i) {
     const auto& t = job.traffic(i);
     const std::string f = "job.traffic[" + std::to_string(i) + "]";
     if (!seen.count(t.src())) {
-      return InvalidArgument(f + ".src: \"" + clip(t.src()) + "\" is not an endpoint of the job");
+      return InvalidArgument(f + ".src: " + clip(t.src()) + " is not an endpoint of the job");
     }
     if (!seen.count(t.dst())) {
-      return InvalidArgument(f + ".dst: \"" + clip(t.dst()) + "\" is not an endpoint of the job");
+      return InvalidArgument(f + ".dst: " + clip(t.dst()) + " is not an endpoint of the job");
     }
     if (t.src() == t.dst()) {
-      return InvalidArgument(f + ": src and dst are the same endpoint \"" + clip(t.src()) + "\"");
+      return InvalidArgument(f + ": src and dst are the same endpoint " + clip(t.src()));
     }
     if (!(t.weight() > 0) || !std::isfinite(t.weight())) {
       return InvalidArgument(f + ".weight: must be a finite number > 0, got " +
                              std::to_string(t.weight()));
     }
   }
+  if (job.labels_size() > kMaxLabels) {
+    return InvalidArgument("job.labels: " + std::to_string(job.labels_size()) +
+                           " labels, at most " + std::to_string(kMaxLabels));
+  }
   for (const auto& [k, v] : job.labels()) {
-    if (k.empty() || k.size() > 63) {
-      return InvalidArgument("job.labels: key \"" + k + "\" must be 1..63 characters");
+    if (k.empty() || k.size() > kMaxLabelKeyLength) {
+      return InvalidArgument("job.labels: key " + QuoteInput(k) + " must be 1.." +
+                             std::to_string(kMaxLabelKeyLength) + " characters");
     }
-    if (v.size() > 256) {
-      return InvalidArgument("job.labels[" + k + "]: value longer than 256 characters");
+    if (v.size() > kMaxLabelValueLength) {
+      return InvalidArgument("job.labels[" + QuoteInput(k) + "]: value of " +
+                             std::to_string(v.size()) + " characters, at most " +
+                             std::to_string(kMaxLabelValueLength));
     }
   }
   return Status::Ok();

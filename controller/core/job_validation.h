@@ -14,6 +14,10 @@ namespace loom::controller {
 constexpr size_t kMaxIdLength = 128;
 constexpr uint32_t kMaxQpn = 0xFFFFFF;  // QP numbers are 24 bits (BTH DestQP)
 constexpr uint32_t kMaxUdpPort = 65535;
+constexpr int kMaxRanges = 1024;  // qp_ranges, udp_source_port_ranges entries
+constexpr int kMaxLabels = 64;
+constexpr size_t kMaxLabelKeyLength = 63;
+constexpr size_t kMaxLabelValueLength = 256;
 
 Status ValidateJobSpec(const loom::v1::Job& job, const loom::topology::TopologyIndex& topo);
 

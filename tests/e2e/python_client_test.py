@@ -114,6 +114,59 @@ class PythonClientTest(unittest.TestCase):
         revisions = [e.event.revision for e in events]
         self.assertEqual(revisions, sorted(revisions))
 
+    def test_undecodable_body_is_invalid_argument_naming_the_type(self):
+        # gRPC 1.51's callback server would answer UNIMPLEMENTED with no message.
+        garbage = b"\xff\xff\xff\xff\x0f\x0a\x05abc"
+        for service, method in [("SchedulerService", "RegisterJob"),
+                                ("SchedulerService", "ReleaseJob"),
+                                ("FabricService", "DrainLink"),
+                                ("FabricService", "ListLinks")]:
+            call = self.channel.unary_unary(f"/loom.v1.{service}/{method}",
+                                            request_serializer=lambda b: b,
+                                            response_deserializer=lambda b: b)
+            with self.assertRaises(grpc.RpcError) as err:
+                call(garbage, timeout=10)
+            self.assertEqual(err.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, method)
+            self.assertIn(f"not a valid loom.v1.{method}Request", err.exception.details())
+        watch = self.channel.unary_stream("/loom.v1.FabricService/WatchEvents",
+                                          request_serializer=lambda b: b,
+                                          response_deserializer=lambda b: b)
+        with self.assertRaises(grpc.RpcError) as err:
+            list(watch(garbage, timeout=10))
+        self.assertEqual(err.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("loom.v1.WatchEventsRequest", err.exception.details())
+
+    def test_oversized_inputs_are_refused_with_a_clipped_quote(self):
+        f = pb["fabric"]
+        link = "leaf1:Ethernet1--spine1:Ethernet1"
+        # A 3 MiB drain reason: refused (1 KiB at most); the error quotes 64 bytes of it.
+        with self.assertRaises(grpc.RpcError) as err:
+            unary(self.channel, "FabricService", "DrainLink",
+                  f.DrainLinkRequest(link_id=link, reason="x" * (3 << 20)), f.DrainLinkResponse)
+        self.assertEqual(err.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("reason: 3145728 bytes, at most 1024", err.exception.details())
+        self.assertLess(len(err.exception.details()), 300)
+        # Everyone can still list the links.
+        links = unary(self.channel, "FabricService", "ListLinks", f.ListLinksRequest(),
+                      f.ListLinksResponse)
+        self.assertTrue(links.links)
+        # 100,000 labels: refused (64 at most).
+        j = self.job("py-labels")
+        for i in range(100000):
+            j.labels[f"k{i}"] = "v"
+        with self.assertRaises(grpc.RpcError) as err:
+            unary(self.channel, "SchedulerService", "RegisterJob",
+                  pb["sched"].RegisterJobRequest(job=j), pb["sched"].RegisterJobResponse)
+        self.assertEqual(err.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("job.labels: 100000 labels, at most 64", err.exception.details())
+        # A 1 MB job id is quoted clipped, not echoed.
+        with self.assertRaises(grpc.RpcError) as err:
+            unary(self.channel, "SchedulerService", "GetJob",
+                  pb["sched"].GetJobRequest(job_id="j" * 1000000), pb["sched"].GetJobResponse)
+        self.assertEqual(err.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("(1000000 bytes)", err.exception.details())
+        self.assertLess(len(err.exception.details()), 300)
+
     def test_health_and_reflection(self):
         check = self.channel.unary_unary("/grpc.health.v1.Health/Check",
                                          request_serializer=lambda b: b,

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "common/text.h"
+#include "controller/core/request_limits.h"
 #include "tests/unit/test_util.h"
 
 namespace loom::controller {
@@ -138,6 +140,79 @@ TEST(RequestIdTest, EmptyIsFineSpacesAreNot) {
   EXPECT_TRUE(ValidateRequestId("abc-123").ok());
   EXPECT_FALSE(ValidateRequestId("a b").ok());
   EXPECT_FALSE(ValidateRequestId(std::string(200, 'x')).ok());
+}
+
+TEST(QuoteInputTest, ClipsEscapesAndStatesTheSize) {
+  EXPECT_EQ(QuoteInput("abc"), "\"abc\"");
+  EXPECT_EQ(QuoteInput(std::string("a\nb\"", 4)), "\"a\\x0ab\\\"\"");
+  const std::string big(1 << 20, 'z');
+  const std::string q = QuoteInput(big);
+  EXPECT_EQ(q, "\"" + std::string(64, 'z') + "\"... (1048576 bytes)");
+}
+
+TEST(RequestLimitsTest, EachLimitIsEnforcedAndNamed) {
+  v1::DrainLinkRequest drain;
+  drain.set_link_id("a:e0--b:e0");
+  drain.set_reason(std::string(kMaxReasonLength, 'r'));
+  EXPECT_TRUE(ValidateRequest(drain).ok());
+  drain.set_reason(std::string(kMaxReasonLength + 1, 'r'));
+  Status s = ValidateRequest(drain);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("reason: 1025 bytes, at most 1024"), std::string::npos) << s.message();
+  EXPECT_LT(s.message().size(), 200u);
+  drain.set_reason("optics\x1b[2J swap");
+  EXPECT_NE(ValidateRequest(drain).message().find("control characters"), std::string::npos);
+  drain.set_reason("ok");
+  drain.set_link_id(std::string(kMaxLinkIdLength + 1, 'l'));
+  EXPECT_NE(ValidateRequest(drain).message().find("link_id: 513 characters"), std::string::npos);
+
+  v1::ListLinksRequest list;
+  list.set_page_size(-1);
+  EXPECT_FALSE(ValidateRequest(list).ok());
+  list.set_page_size(kMaxPageSize + 1);
+  EXPECT_FALSE(ValidateRequest(list).ok());
+  list.set_page_size(10);
+  list.set_page_token(std::string(kMaxPageTokenLength + 1, 't'));
+  EXPECT_FALSE(ValidateRequest(list).ok());
+
+  v1::WatchEventsRequest watch;
+  for (int i = 0; i <= kMaxEventTypes; ++i) watch.add_types(v1::EVENT_TYPE_LINK_DRAINED);
+  EXPECT_NE(ValidateRequest(watch).message().find("types: 65 entries"), std::string::npos);
+  watch.clear_types();
+  watch.add_types(static_cast<v1::EventType>(9999));
+  EXPECT_NE(ValidateRequest(watch).message().find("unknown event type 9999"), std::string::npos);
+
+  v1::GetJobRequest get;
+  get.set_job_id(std::string(1000000, 'j'));
+  s = ValidateRequest(get);
+  EXPECT_NE(s.message().find("(1000000 bytes)"), std::string::npos);
+  EXPECT_LT(s.message().size(), 200u);
+  v1::ListJobsRequest jobs;
+  jobs.set_tenant("has space");
+  EXPECT_FALSE(ValidateRequest(jobs).ok());
+}
+
+TEST_F(JobValidationTest, LabelAndRangeCountsAreBounded) {
+  const auto& topo = *topo_;
+  v1::Job job = job_;
+  for (int i = 0; i < kMaxLabels; ++i) (*job.mutable_labels())["k" + std::to_string(i)] = "v";
+  EXPECT_TRUE(ValidateJobSpec(job, topo).ok());
+  (*job.mutable_labels())["one-more"] = "v";
+  Status s = ValidateJobSpec(job, topo);
+  EXPECT_NE(s.message().find("job.labels: 65 labels, at most 64"), std::string::npos) << s.message();
+  job.clear_labels();
+  (*job.mutable_labels())[std::string(100000, 'k')] = "v";
+  s = ValidateJobSpec(job, topo);
+  EXPECT_NE(s.message().find("(100000 bytes)"), std::string::npos);
+  EXPECT_LT(s.message().size(), 200u);
+  job.clear_labels();
+  for (int i = 0; i <= kMaxRanges; ++i) {
+    auto* r = job.add_qp_ranges();
+    r->set_first(static_cast<uint32_t>(2 * i));
+    r->set_last(static_cast<uint32_t>(2 * i));
+  }
+  EXPECT_NE(ValidateJobSpec(job, topo).message().find("1025 ranges, at most 1024"),
+            std::string::npos);
 }
 
 }  // namespace
