@@ -199,7 +199,8 @@ TEST_F(JobValidationTest, LabelAndRangeCountsAreBounded) {
   EXPECT_TRUE(ValidateJobSpec(job, topo).ok());
   (*job.mutable_labels())["one-more"] = "v";
   Status s = ValidateJobSpec(job, topo);
-  EXPECT_NE(s.message().find("job.labels: 65 labels, at most 64"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("job.labels: 65 labels, at most 64"), std::string::npos)
+      << s.message();
   job.clear_labels();
   (*job.mutable_labels())[std::string(100000, 'k')] = "v";
   s = ValidateJobSpec(job, topo);
