@@ -7,6 +7,7 @@
 
 #include "api/topology/topology_generate.h"
 #include "api/topology/topology_io.h"
+#include "common/file.h"
 #include "common/flags.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -14,13 +15,8 @@ namespace loom::sim {
 
 namespace {
 
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
+bool ReadFile(const std::string& path, std::string* out, std::string* error) {
+  return ReadFileCapped(path, kMaxScenarioFileBytes, "scenario file", out, error);
 }
 
 std::string DirOf(const std::string& path) {
@@ -182,10 +178,7 @@ bool ParseScenarioJson(const std::string& json, const std::string& base_dir, Loa
 
 bool LoadScenarioFile(const std::string& path, LoadedScenario* out, std::string* error) {
   std::string text;
-  if (!ReadFile(path, &text)) {
-    *error = "cannot read " + path;
-    return false;
-  }
+  if (!ReadFile(path, &text, error)) return false;
   if (!ParseScenarioJson(text, DirOf(path), out, error)) {
     *error = path + ": " + *error;
     return false;

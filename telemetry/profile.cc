@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/file.h"
 #include "common/json.h"
 #include "telemetry/path.h"
 
@@ -567,16 +568,11 @@ std::string ValidateProfile(const v1::TelemetryProfile& p) {
 }
 
 bool LoadProfileFile(const std::string& path, v1::TelemetryProfile* out, std::string* error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = path + ": cannot read";
-    return false;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text;
+  if (!ReadFileCapped(path, kMaxProfileFileBytes, "profile", &text, error)) return false;
   out->Clear();
   google::protobuf::util::JsonParseOptions opts;
-  auto st = google::protobuf::util::JsonStringToMessage(text.str(), out, opts);
+  auto st = google::protobuf::util::JsonStringToMessage(text, out, opts);
   if (!st.ok()) {
     *error = path + ": " + std::string(st.message());
     return false;

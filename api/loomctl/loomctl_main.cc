@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "api/loomctl/table.h"
+#include "common/file.h"
 #include "common/flags.h"
 #include "common/text.h"
 #include "loom/v1/fabric_service.grpc.pb.h"
@@ -134,14 +135,12 @@ std::string Short(const std::string& enum_name, const std::string& prefix) {
 }
 
 bool ReadJobFile(const std::string& path, v1::Job* job) {
-  std::ifstream in(path);
-  if (!in) {
-    std::cerr << "loomctl: " << path << ": cannot open\n";
+  std::string text, error;
+  if (!loom::ReadFileCapped(path, loom::kMaxJobFileBytes, "job file", &text, &error)) {
+    std::cerr << "loomctl: " << error << "\n";
     return false;
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  auto st = google::protobuf::util::JsonStringToMessage(buf.str(), job);
+  auto st = google::protobuf::util::JsonStringToMessage(text, job);
   if (!st.ok()) {
     std::cerr << "loomctl: " << path << ": not a loom.v1.Job JSON document: " << st.message()
               << "\n";

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/file.h"
+
 namespace loom::topology {
 
 using loom::v1::DeviceRole;
@@ -97,14 +99,11 @@ bool ParseTopologyJson(std::string_view json, std::string_view source, loom::v1:
 }
 
 bool LoadTopologyFile(const std::string& path, loom::v1::Topology* out, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": cannot open topology file";
+  std::string text;
+  if (!loom::ReadFileCapped(path, loom::kMaxTopologyFileBytes, "topology file", &text, error)) {
     return false;
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return ParseTopologyJson(buf.str(), path, out, error);
+  return ParseTopologyJson(text, path, out, error);
 }
 
 std::string TopologyToJson(const loom::v1::Topology& topo) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/file.h"
 #include "common/flags.h"
 #include "common/log.h"
 
@@ -108,14 +109,11 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
   config->Clear();
   if (flags.Has("config")) {
     std::string path = flags.Get("config");
-    std::ifstream in(path);
-    if (!in) {
-      *error = path + ": cannot open config file";
+    std::string text;
+    if (!ReadFileCapped(path, kMaxConfigFileBytes, "config file", &text, error)) {
       return ConfigResult::kError;
     }
-    std::stringstream buf;
-    buf << in.rdbuf();
-    auto st = google::protobuf::util::JsonStringToMessage(buf.str(), config);
+    auto st = google::protobuf::util::JsonStringToMessage(text, config);
     if (!st.ok()) {
       *error = path + ": not a valid LoomdConfig: " + std::string(st.message());
       return ConfigResult::kError;

@@ -32,6 +32,7 @@
 #include "api/topology/topology_index.h"
 #include "api/topology/topology_io.h"
 #include "common/clock.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "controller/core/controller.h"
 #include "controller/loomd/config.h"
@@ -243,11 +244,11 @@ int main(int argc, char** argv) {
   std::thread bgp_thread;
   loom::loomd::Southbound sb;
   if (!config.fabric_ready_file().empty()) {
-    std::ifstream in(config.fabric_ready_file());
-    std::stringstream text;
-    text << in.rdbuf();
+    std::string text, read_error;
+    const bool read = loom::ReadFileCapped(config.fabric_ready_file(), loom::kMaxSmallFileBytes,
+                                           "ready file", &text, &read_error);
     google::protobuf::Struct ready;
-    if (!in || !google::protobuf::util::JsonStringToMessage(text.str(), &ready).ok() ||
+    if (!read || !google::protobuf::util::JsonStringToMessage(text, &ready).ok() ||
         !ready.fields().count("gnmi_port")) {
       return Fail(2,
                   config.fabric_ready_file() +

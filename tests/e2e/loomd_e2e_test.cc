@@ -303,6 +303,15 @@ TEST_F(E2eTest, BadConfigurationExitsWithClearMessage) {
   r = RunCommand(std::string(LOOMD_PATH) + " --config " + cfg + " --db " + dir_ + "/x.db");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("tolerance"), std::string::npos) << r.output;
+  // An endless or huge input file is refused at its cap, not read into memory.
+  r = RunCommand(std::string(LOOMD_PATH) + " --topology /dev/zero --db " + dir_ + "/x.db");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("/dev/zero: topology file larger than 256 MiB"), std::string::npos)
+      << r.output;
+  r = RunCommand(std::string(LOOMD_PATH) + " --config /dev/zero");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("/dev/zero: config file larger than 64 MiB"), std::string::npos)
+      << r.output;
   // --help works and documents the flags.
   r = RunCommand(std::string(LOOMD_PATH) + " --help");
   EXPECT_EQ(r.exit_code, 0);

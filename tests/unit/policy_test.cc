@@ -73,6 +73,62 @@ TEST_F(PolicyTest, RejectsShadowedRule) {
   ExpectError(s, "rules[2] (\"acme-tc3\")", "shadowed by rules[0] (\"acme-dedicated\")");
 }
 
+// Shadowing is found through the index whatever lists the covering rule sets:
+// a catch-all rule, a rule naming several tenants (the later rule's tenant is
+// not its first), a rule setting fewer lists than the shadowed one; the
+// earliest covering rule is named.
+TEST_F(PolicyTest, ShadowingFoundForEveryShapeOfCoveringRule) {
+  auto rule = [](v1::PolicySet* s, const std::string& name) {
+    auto* r = s->add_rules();
+    r->set_name(name);
+    r->mutable_action()->set_dlb_mode(v1::DLB_MODE_FLOWLET);
+    return r->mutable_match();
+  };
+  v1::PolicySet s;
+  auto* m = rule(&s, "multi");
+  m->add_tenants("t1");
+  m->add_tenants("t2");
+  m = rule(&s, "t2-tc5-job");  // covered by "multi" (t2 is its second tenant)
+  m->add_tenants("t2");
+  m->add_traffic_classes(5);
+  m->add_job_ids("j");
+  m = rule(&s, "tc6");
+  m->add_traffic_classes(6);
+  m = rule(&s, "t9-tc6-ep");  // covered by "tc6", which sets only one of its lists
+  m->add_tenants("t9");
+  m->add_traffic_classes(6);
+  m->add_endpoints("host000-gpu0");
+  rule(&s, "all");
+  m = rule(&s, "after-all");  // covered by "all" (sets nothing) and by nothing earlier
+  m->add_job_ids("x");
+  ExpectError(s, "rules[1] (\"t2-tc5-job\")", "shadowed by rules[0] (\"multi\")");
+  ExpectError(s, "rules[3] (\"t9-tc6-ep\")", "shadowed by rules[2] (\"tc6\")");
+  ExpectError(s, "rules[5] (\"after-all\")", "shadowed by rules[4] (\"all\")");
+  int errors = 0;
+  for (const auto& f : Validate(s)) errors += f.severity == Finding::Severity::kError;
+  EXPECT_EQ(errors, 3) << FormatFindings(Validate(s));
+}
+
+// A rule overlapping many earlier ones gets at most three warnings, not one per pair.
+TEST_F(PolicyTest, OverlapWarningsPerRuleAreBounded) {
+  v1::PolicySet s;
+  for (int i = 0; i < 50; ++i) {
+    auto* r = s.add_rules();
+    r->set_name("tc-" + std::to_string(i));
+    r->mutable_match()->add_traffic_classes(static_cast<uint32_t>(i % 8));
+    r->mutable_match()->add_job_ids("job-" + std::to_string(i));
+    r->mutable_action()->set_dlb_mode(v1::DLB_MODE_FLOWLET);
+  }
+  auto* r = s.add_rules();
+  r->set_name("acme");
+  r->mutable_match()->add_tenants("acme");
+  auto f = Validate(s);
+  int warnings = 0;
+  for (const auto& x : f) warnings += x.element.find("acme") != std::string::npos;
+  EXPECT_EQ(warnings, 3) << FormatFindings(f);
+  EXPECT_NE(FormatFindings(f).find("further overlaps not listed"), std::string::npos);
+}
+
 TEST_F(PolicyTest, WarnsOnOverlapWithDifferentAction) {
   auto s = Parse(kPolicy);
   auto* r = s.add_rules();
