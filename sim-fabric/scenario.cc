@@ -1,10 +1,15 @@
 #include "sim-fabric/scenario.h"
 
+#include <cmath>
 #include <fstream>
 #include <initializer_list>
+#include <map>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
+#include "api/proto_util/number_ranges.h"
 #include "api/topology/topology_generate.h"
 #include "api/topology/topology_io.h"
 #include "common/file.h"
@@ -24,6 +29,70 @@ std::string DirOf(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+// Ranges of the scenario's numbers (0 = "default" wherever the proto says so).
+// Every double must be finite; a number outside its range is refused with its
+// path ("scenario.jobs[2].message_bytes: nan is not a finite number").
+constexpr double kNs1s = 1e9, kNsDay = 86400e9, kBytes = 1e12, kVolume = 1e15, kBps = 1e13;
+const std::vector<loom::proto_util::NumberRange> kScenarioRanges = {
+    {"loom.sim.v1.RailShape.hosts", 0, 1'000'000},
+    {"loom.sim.v1.RailShape.hosts_per_stripe", 0, 65536},
+    {"loom.sim.v1.RailShape.spines", 0, 65536},
+    {"loom.sim.v1.RailShape.links_per_spine", 0, 64},
+    {"loom.sim.v1.RailShape.gpus_per_host", 0, 64},
+    {"loom.sim.v1.RailShape.propagation_delay_ns", 0, kNs1s},
+    {"loom.sim.v1.Engine.step_ns", 0, kNs1s},
+    {"loom.sim.v1.Engine.duration_ns", 0, kNsDay},
+    {"loom.sim.v1.Engine.sample_ns", 0, kNsDay},
+    {"loom.sim.v1.Engine.mtu_bytes", 0, 9216},
+    {"loom.sim.v1.Engine.switch_latency_ns", 0, kNs1s},
+    {"loom.sim.v1.EcnBySpeed.kmin_bytes", 0, kBytes},
+    {"loom.sim.v1.EcnBySpeed.kmax_bytes", 0, kBytes},
+    {"loom.sim.v1.EcnBySpeed.pmax", 0, 1},
+    {"loom.sim.v1.QueueSettings.buffer_bytes", 0, kBytes},
+    {"loom.sim.v1.QueueSettings.ecn_kmin_bytes", 0, kBytes},
+    {"loom.sim.v1.QueueSettings.ecn_kmax_bytes", 0, kBytes},
+    {"loom.sim.v1.QueueSettings.ecn_pmax", 0, 1},
+    {"loom.sim.v1.QueueSettings.pfc_xoff_bytes", 0, kBytes},
+    {"loom.sim.v1.QueueSettings.pfc_xon_bytes", 0, kBytes},
+    {"loom.sim.v1.QueueSettings.pfc_headroom_bytes", 0, kBytes},
+    {"loom.sim.v1.QueueSettings.pfc_dynamic_alpha", 0, 1024},
+    {"loom.sim.v1.QueueSettings.watchdog_poll_ns", 0, kNsDay},
+    {"loom.sim.v1.QueueSettings.watchdog_detection_ns", 0, kNsDay},
+    {"loom.sim.v1.QueueSettings.watchdog_restoration_ns", 0, kNsDay},
+    {"loom.sim.v1.SwitchMode.flowlet_inactivity_ns", 0, kNs1s},
+    {"loom.sim.v1.SwitchMode.alb_buckets", 0, 65536},
+    {"loom.sim.v1.Color.color", 0, 4095},
+    {"loom.sim.v1.Color.backup_color", 0, 4095},
+    {"loom.sim.v1.Job.rank_count", 0, 1'000'000},
+    {"loom.sim.v1.Job.message_bytes", 0, kVolume},
+    {"loom.sim.v1.Job.qps_per_connection", 0, 1024},
+    {"loom.sim.v1.Job.iterations", 0, 1'000'000},
+    {"loom.sim.v1.Job.compute_gap_ns", 0, kNsDay},
+    {"loom.sim.v1.Job.start_ns", 0, kNsDay},
+    {"loom.sim.v1.Job.priority", 0, 7},
+    {"loom.sim.v1.Job.color", 0, 4095},
+    {"loom.sim.v1.Flow.bytes", 0, kVolume},
+    {"loom.sim.v1.Flow.start_ns", 0, kNsDay},
+    {"loom.sim.v1.Flow.priority", 0, 7},
+    {"loom.sim.v1.Fault.at_ns", 0, kNsDay},
+    {"loom.sim.v1.Fault.capacity_factor", 0, 1},
+    {"loom.sim.v1.Fault.error_rate", 0, 1},
+    {"loom.sim.v1.Fault.priority", 0, 7},
+    {"loom.sim.v1.Fault.period_ns", 0, kNsDay},
+    {"loom.sim.v1.Fault.count", 0, 1'000'000},
+    {"loom.sim.v1.DcqcnOverride.rai_bps", 0, kBps},
+    {"loom.sim.v1.DcqcnOverride.rhai_bps", 0, kBps},
+    {"loom.sim.v1.DcqcnOverride.g", 0, 1},
+    {"loom.sim.v1.DcqcnOverride.t_ns", 0, kNsDay},
+    {"loom.sim.v1.DcqcnOverride.k_ns", 0, kNsDay},
+    {"loom.sim.v1.DcqcnOverride.b_bytes", 0, kBytes},
+    {"loom.sim.v1.DcqcnOverride.f", 0, 1000},
+    {"loom.sim.v1.DcqcnOverride.min_rate_bps", 0, kBps},
+    {"loom.sim.v1.DcqcnOverride.cnp_interval_ns", 0, kNs1s},
+    {"loom.sim.v1.DcqcnOverride.decrease_interval_ns", 0, kNs1s},
+    {"loom.sim.v1.DcqcnOverride.first_cnp_rate_fraction", 0, 1},
+};
+
 }  // namespace
 
 bool ParseScenarioJson(const std::string& json, const std::string& base_dir, LoadedScenario* out,
@@ -32,6 +101,9 @@ bool ParseScenarioJson(const std::string& json, const std::string& base_dir, Loa
   auto st = google::protobuf::util::JsonStringToMessage(json, &out->spec, po);
   if (!st.ok()) {
     *error = "scenario: " + std::string(st.message());
+    return false;
+  }
+  if (!loom::proto_util::CheckNumberRanges(out->spec, "scenario", kScenarioRanges, error)) {
     return false;
   }
   const auto& s = out->spec;

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "api/proto_util/number_ranges.h"
 #include "common/file.h"
 #include "common/flags.h"
 #include "common/log.h"
@@ -77,6 +78,38 @@ configuration is refused and logged). SIGINT and SIGTERM shut down cleanly.
 Exit status: 0 clean shutdown,
 1 runtime failure (database, ports), 2 bad command line or configuration.
 )";
+
+namespace {
+
+// Ranges of every number of the configuration, whether it came from a flag or
+// the file (0 = default where the proto says so). Finer checks follow.
+const std::vector<loom::proto_util::NumberRange> kConfigRanges = {
+    {"loom.v1.LoomdConfig.event_retention", 0, 100'000'000},
+    {"loom.v1.LoomdConfig.telemetry_interval_ms", 0, 60'000},
+    {"loom.v1.LoomdConfig.telemetry_stale_intervals", 0, 1000},
+    {"loom.v1.ChangeSafetyConfig.canary_count", 0, 100'000},
+    {"loom.v1.ChangeSafetyConfig.canary_wait_ms", 0, 3'600'000},
+    {"loom.v1.ChangeSafetyConfig.max_devices_per_minute", 0, 1'000'000},
+    {"loom.v1.ChangeSafetyConfig.max_pfc_pause_increase", 0, 1e12},
+    {"loom.v1.ChangeSafetyConfig.max_drop_pps_increase", 0, 1e12},
+    {"loom.v1.ChangeSafetyConfig.max_utilization_drop", 0, 1},
+    {"loom.v1.ChangeSafetyConfig.route_churn_per_minute", 0, 1e9},
+    {"loom.v1.GnmiEndpoint.sample_interval_ms", 0, 60'000},
+    {"loom.v1.RouteBudget.max_prefixes", 0, 100'000'000},
+    {"loom.v1.RouteBudget.fib_size", 0, 100'000'000},
+    {"loom.v1.BgpColorSession.fabric_color", 0, 4095},
+    {"loom.v1.BgpPeering.port", 0, 65535},
+    {"loom.v1.BgpPeering.hold_time_s", 0, 65535},
+    {"loom.v1.BgpPeering.graceful_restart_s", 0, 4095},
+    {"loom.v1.AdaptiveConfig.alb_scan_interval_ms", 0, 3'600'000},
+    {"loom.v1.AdaptiveConfig.alb_tolerance", 0, 1},
+    {"loom.v1.AdaptiveConfig.alb_max_moves_per_round", 0, 1'000'000},
+    {"loom.v1.AdaptiveConfig.dlb_interval_ms", 0, 3'600'000},
+    {"loom.v1.AdaptiveConfig.dampening_half_life_ms", 0, 86'400'000},
+    {"loom.v1.AdaptiveConfig.restore_hold_ms", 0, 86'400'000},
+};
+
+}  // namespace
 
 bool SplitHostPort(const std::string& address, std::string* host, int* port) {
   auto colon = address.rfind(':');
@@ -151,6 +184,9 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
       return ConfigResult::kError;
     }
     config->set_telemetry_interval_ms(static_cast<uint32_t>(v));
+  }
+  if (!loom::proto_util::CheckNumberRanges(*config, "config", kConfigRanges, error)) {
+    return ConfigResult::kError;
   }
   if (config->telemetry_interval_ms() == 0) config->set_telemetry_interval_ms(100);
   if (config->telemetry_stale_intervals() == 0) config->set_telemetry_stale_intervals(3);

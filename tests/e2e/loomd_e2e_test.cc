@@ -303,6 +303,14 @@ TEST_F(E2eTest, BadConfigurationExitsWithClearMessage) {
   r = RunCommand(std::string(LOOMD_PATH) + " --config " + cfg + " --db " + dir_ + "/x.db");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("tolerance"), std::string::npos) << r.output;
+  // Config values get the same ranges as the flags (they used to bypass them).
+  cfg = WriteFile("ranges.json", "{\"topologyPath\": \"" + kTopology +
+                                     "\", \"telemetryIntervalMs\": 1000000000}");
+  r = RunCommand(std::string(LOOMD_PATH) + " --config " + cfg + " --db " + dir_ + "/x.db");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("config.telemetry_interval_ms: 1e+09 is out of range 0..60000"),
+            std::string::npos)
+      << r.output;
   // An endless or huge input file is refused at its cap, not read into memory.
   r = RunCommand(std::string(LOOMD_PATH) + " --topology /dev/zero --db " + dir_ + "/x.db");
   EXPECT_EQ(r.exit_code, 2);

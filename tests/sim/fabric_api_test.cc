@@ -1,5 +1,6 @@
 // The engine's in-process counter/config interface, workloads and faults.
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -376,6 +377,44 @@ TEST(Scenario, BadScenarioNamesTheField) {
   EXPECT_FALSE(ParseScenarioJson(R"({"rail": {"hosts": 2}, "jobs": [{"collective": "nope"}]})", ".",
                                  &sc, &err));
   EXPECT_NE(err.find("jobs[0].collective"), std::string::npos) << err;
+}
+
+// Every example scenario in the repo loads (its numbers are within the ranges).
+TEST(Scenario, EveryExampleScenarioPassesTheNumberRanges) {
+  int loaded = 0;
+  for (const char* dir : {"/sim-fabric/examples", "/deploy/examples", "/tests/e2e/data"}) {
+    for (const auto& e : std::filesystem::directory_iterator(std::string(LOOM_SOURCE_DIR) + dir)) {
+      const std::string name = e.path().filename().string();
+      if (e.path().extension() != ".json") continue;
+      if (dir != std::string("/sim-fabric/examples") && name.rfind("scenario", 0) != 0) continue;
+      LoadedScenario sc;
+      std::string err;
+      EXPECT_TRUE(LoadScenarioFile(e.path().string(), &sc, &err)) << name << ": " << err;
+      ++loaded;
+    }
+  }
+  EXPECT_GE(loaded, 5);
+}
+
+// Absurd numbers are refused with their path, whatever message they sit in.
+TEST(Scenario, AbsurdNumbersAreRefusedWithTheirPath) {
+  const std::string rail = R"("rail": {"hosts": 4, "hostsPerStripe": 2, "spines": 2})";
+  auto refused = [&](const std::string& body, const std::string& want) {
+    LoadedScenario sc;
+    std::string err;
+    EXPECT_FALSE(ParseScenarioJson("{" + rail + ", " + body + "}", ".", &sc, &err)) << body;
+    EXPECT_NE(err.find(want), std::string::npos) << body << " -> " << err;
+  };
+  refused(R"("engine": {"stepNs": "-5"})", "scenario.engine.step_ns: -5 is out of range 0..1e+09");
+  refused(R"("jobs": [{"collective": "allreduce", "messageBytes": "NaN"}])",
+          "scenario.jobs[0].message_bytes: nan is not a finite number");
+  refused(R"("jobs": [{"collective": "allreduce", "rankCount": 2147483647}])",
+          "scenario.jobs[0].rank_count: 2.14748e+09 is out of range");
+  refused(R"("switchModes": [{"mode": "alb", "albBuckets": 2147483647}])",
+          "scenario.switch_modes[0].alb_buckets");
+  refused(R"("faults": [{"kind": "link-down", "capacityFactor": 7}])",
+          "scenario.faults[0].capacity_factor: 7 is out of range 0..1");
+  refused(R"("dcqcn": [{"nic": "*", "g": "Infinity"}])", "is not a finite number");
 }
 
 // Go-back-N vs reorder-tolerant NICs under spraying: a sprayed QP whose paths queue
