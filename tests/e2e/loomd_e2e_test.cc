@@ -304,8 +304,8 @@ TEST_F(E2eTest, BadConfigurationExitsWithClearMessage) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("tolerance"), std::string::npos) << r.output;
   // Config values get the same ranges as the flags (they used to bypass them).
-  cfg = WriteFile("ranges.json", "{\"topologyPath\": \"" + kTopology +
-                                     "\", \"telemetryIntervalMs\": 1000000000}");
+  cfg = WriteFile("ranges.json",
+                  "{\"topologyPath\": \"" + kTopology + "\", \"telemetryIntervalMs\": 1000000000}");
   r = RunCommand(std::string(LOOMD_PATH) + " --config " + cfg + " --db " + dir_ + "/x.db");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("config.telemetry_interval_ms: 1e+09 is out of range 0..60000"),
