@@ -125,7 +125,17 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     std::unique_lock<std::mutex> lock(state_->mu);
     state_->writing = false;
     if (!ok) {
-      state_->FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "client went away"), lock);
+      // The stream is dead (client gone, call cancelled, server shutting down):
+      // drop what is queued and finish now. The finish may already have been
+      // requested (OnCancel during the write): it must still happen, or the
+      // reactor never completes and grpc::Server::Shutdown waits forever.
+      state_->queue.clear();
+      state_->drain_before_finish = false;
+      if (!state_->finish_requested) {
+        state_->finish_requested = true;
+        state_->final_status = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+      }
+      state_->Pump(lock);
       return;
     }
     state_->queue.pop_front();

@@ -12,11 +12,14 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -60,6 +63,70 @@
 
 namespace {
 
+// Signals: one thread sigwaits from the start, so a signal is heard at any
+// point of start-up. SIGHUP is queued for the main loop (reload). The first
+// SIGINT/SIGTERM asks for shutdown and arms a watchdog: if loomd has not exited
+// kShutdownBound later (a start-up step or a stream that does not return), it
+// exits at once; every acknowledged write is already durable in SQLite. A
+// second SIGINT/SIGTERM exits at once.
+constexpr auto kShutdownBound = std::chrono::seconds(5);
+
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(sigset_t set) : set_(set) {
+    std::thread([this] { Loop(); }).detach();  // blocked in sigwait until exit
+  }
+  // Blocks until a signal arrives; returns it.
+  int Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !queue_.empty(); });
+    const int sig = queue_.front();
+    queue_.pop_front();
+    return sig;
+  }
+  bool stopping() const { return stopping_.load(); }
+  // Start-up checkpoints: a shutdown asked for while starting ends here.
+  void Checkpoint(const char* phase) const {
+    if (!stopping()) return;
+    LOG_INFO("shutdown requested during start-up; exiting").With("phase", phase);
+    std::_Exit(0);
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&set_, &sig) != 0) continue;
+      if (sig == SIGINT || sig == SIGTERM) {
+        if (stopping_.exchange(true)) {
+          LOG_WARN("second shutdown signal: exiting now");
+          std::_Exit(0);
+        }
+        std::thread([] {
+          std::this_thread::sleep_for(kShutdownBound);
+          LOG_ERROR("shutdown did not finish within its bound; exiting now")
+              .With("bound_ms",
+                    static_cast<int64_t>(
+                        std::chrono::duration_cast<std::chrono::milliseconds>(kShutdownBound)
+                            .count()));
+          std::_Exit(0);
+        }).detach();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        queue_.push_back(sig);
+      }
+      cv_.notify_all();
+    }
+  }
+
+  sigset_t set_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<int> queue_;
+  std::atomic<bool> stopping_{false};
+};
+
 int Fail(int code, const std::string& msg) {
   std::cerr << "loomd: " << msg << "\n";
   LOG_ERROR("loomd exiting").With("error", msg);
@@ -97,6 +164,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  SignalWatcher signal_watcher(signals);
 
   // The embedded emulator (default run): loomd drives it through the same
   // driver and telemetry interfaces as a real fabric.
@@ -138,6 +206,7 @@ int main(int argc, char** argv) {
   // A database from an earlier run: Loom's routes were preserved (they are
   // re-originated from it), so BGP restarts gracefully (R and F bits).
   const bool restarted = std::filesystem::exists(config.database_path());
+  signal_watcher.Checkpoint("topology loaded");
   auto store = loom::controller::SqliteStore::Open(config.database_path(), &st);
   if (!store) return Fail(1, st.message());
 
@@ -533,6 +602,7 @@ int main(int argc, char** argv) {
     });
   };
   schedule_tick();
+  signal_watcher.Checkpoint("state recovered");
   std::thread core([&io] { io.run(); });
 
   if (!config.policy_path().empty()) {
@@ -676,6 +746,7 @@ int main(int argc, char** argv) {
     }
   };
   // Started even without targets, so that a SIGHUP reload can add some.
+  signal_watcher.Checkpoint("telemetry targets built");
   if (loom::Status s = collector.Start(); !s.ok()) {
     work.reset();
     io.stop();
@@ -782,6 +853,7 @@ int main(int argc, char** argv) {
                                        embedded, device);
   };
   loom::api::ApiServer server(controller, *registry, sopts);
+  signal_watcher.Checkpoint("southbound and telemetry started");
   if (loom::Status s = server.Start(config.grpc_listen()); !s.ok()) {
     stop_telemetry();
     exposer.reset();
@@ -811,7 +883,7 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   for (;;) {
-    sigwait(&signals, &sig);
+    sig = signal_watcher.Wait();
     if (sig != SIGHUP) break;
     // Reload: the inventory (and profiles) from the same command line and
     // config file. Unchanged targets keep their streams.
@@ -893,13 +965,22 @@ int main(int argc, char** argv) {
         .With("devices_with_telemetry", static_cast<uint64_t>(collector.Health().size()));
   }
   LOG_INFO("shutting down").With("signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  server.Shutdown(std::chrono::milliseconds(2000));
+  // Within kShutdownBound: the API gets 1 s to finish what is in flight, then
+  // every call (watch streams included) is cancelled.
+  const auto shutdown_start = std::chrono::steady_clock::now();
+  auto ms_since = [&] {
+    return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - shutdown_start)
+                                    .count());
+  };
+  server.Shutdown(std::chrono::milliseconds(1000));
+  LOG_INFO("api stopped").With("ms", ms_since());
   stop_telemetry();
   exposer.reset();
   work.reset();
   io.stop();
   core.join();
   store.reset();
-  LOG_INFO("loomd stopped");
+  LOG_INFO("loomd stopped").With("ms", ms_since());
   return 0;
 }
