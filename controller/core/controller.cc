@@ -422,6 +422,15 @@ std::optional<loom::te::Placement> Controller::RecomputeIfOverloaded(
   if (!options_.recompute_on_overload || placement_.max_utilization() <= 1.0 + 1e-9) {
     return std::nullopt;
   }
+  const TimeNs now = clock_.Now();
+  if (!OverloadRecomputeDue(now)) {
+    // Rate-limited: placed incrementally; Tick() re-places once for the batch.
+    ++overload_deferred_;
+    return std::nullopt;
+  }
+  last_overload_recompute_ns_ = now;
+  overload_deferred_ = 0;
+  const auto wall = std::chrono::steady_clock::now();
   std::optional<loom::te::Placement> before(placement_);
   int moved = RecomputeInto(
       m,
@@ -431,6 +440,7 @@ std::optional<loom::te::Placement> Controller::RecomputeIfOverloaded(
   // The job itself is reported by its own event.
   std::erase_if(m.events, [&](const v1::Event& e) { return e.subject() == job_id; });
   std::erase_if(m.put_jobs, [&](const v1::Job& j) { return j.job_id() == job_id; });
+  PaceOverloadRecompute(wall);
   if (moved == 0) return std::nullopt;  // nothing changed: no rollback needed
   LOG_INFO("full recompute after an overloaded incremental placement")
       .With("job", job_id)
@@ -912,9 +922,23 @@ void Controller::GetDesiredStates(Done<std::map<std::string, v1::DeviceState>> d
   Post([this, done = std::move(done)]() { done(Status::Ok(), DesiredStates()); });
 }
 
-void Controller::PushDesired() {
+void Controller::PushDesired(bool force) {
   if (!desired_dirty_) return;
+  // Building every switch's desired state is O(jobs x routes); under a
+  // registration storm it must not take the strand from the registrations.
+  // Periodic pushes keep its share of the strand under ~20 %: the next one is
+  // due 4 x the last build's duration after it (every tick on small fabrics,
+  // every ~0.6 s for a 150 ms build). Explicit reads (GetDeviceState) force it.
+  const auto wall = std::chrono::steady_clock::now();
+  if (!force && options_.wall_clock_pacing && wall < next_desired_push_) return;
   desired_dirty_ = false;
+  struct Pace {
+    std::chrono::steady_clock::time_point start, *next;
+    ~Pace() {
+      const auto end = std::chrono::steady_clock::now();
+      *next = end + 4 * (end - start);
+    }
+  } pace{wall, &next_desired_push_};
   if (gate_.pass_through()) {
     auto desired = DesiredStates();
     // What the devices are given is what they run: a later switch to change
@@ -1285,10 +1309,64 @@ void Controller::Tick() {
         }
       }
     }
+    RunDeferredOverloadRecompute();
     PushDesired();
     ReleaseToReconciler(gate_.Tick());
     reconciler_.Tick();
   });
+}
+
+bool Controller::OverloadRecomputeDue(TimeNs now) const {
+  if (last_overload_recompute_ns_ >= 0 &&
+      now - last_overload_recompute_ns_ < options_.overload_recompute_interval_ns) {
+    return false;
+  }
+  return !options_.wall_clock_pacing ||
+         std::chrono::steady_clock::now() >= next_overload_recompute_;
+}
+
+void Controller::PaceOverloadRecompute(std::chrono::steady_clock::time_point start) {
+  // A full re-placement of many jobs can take seconds: keep its share of the
+  // strand under ~20 % so registrations keep flowing.
+  const auto end = std::chrono::steady_clock::now();
+  next_overload_recompute_ = end + 4 * (end - start);
+}
+
+void Controller::RunDeferredOverloadRecompute() {
+  if (overload_deferred_ == 0 || !OverloadRecomputeDue(clock_.Now())) return;
+  const int batch = overload_deferred_;
+  overload_deferred_ = 0;
+  if (placement_.max_utilization() <= 1.0 + 1e-9) return;  // resolved meanwhile
+  last_overload_recompute_ns_ = clock_.Now();
+  const auto wall = std::chrono::steady_clock::now();
+  struct Paced {
+    Controller* c;
+    std::chrono::steady_clock::time_point start;
+    ~Paced() { c->PaceOverloadRecompute(start); }
+  } paced{this, wall};
+  Mutation m;
+  std::map<std::string, v1::Job> updated;
+  loom::te::Placement saved = placement_;
+  const double before = saved.max_utilization();
+  int moved = RecomputeInto(
+      m,
+      "batched re-placement: " + std::to_string(batch) +
+          " registration(s) or update(s) placed incrementally on an overloaded fabric left "
+          "links predicted at " +
+          std::to_string(std::lround(before * 100)) + "% of capacity",
+      &updated);
+  if (moved == 0) return;
+  if (CommitAndPublish(m).ok()) {
+    for (auto& [id, job] : updated) jobs_[id] = job;
+    UpdateGauges();
+    LOG_INFO("batched full recompute on an overloaded fabric")
+        .With("registrations", static_cast<int64_t>(batch))
+        .With("moved", static_cast<int64_t>(moved))
+        .With("before", before)
+        .With("after", placement_.max_utilization());
+  } else {
+    placement_ = std::move(saved);
+  }
 }
 
 void Controller::WithReconciler(std::function<void(const Reconciler&)> f) {
@@ -1310,7 +1388,7 @@ void Controller::GetDeviceState(v1::GetDeviceStateRequest req,
     }
     // Report against what the reconciler is driving towards (the sync status
     // would otherwise describe an older desire than the one shown).
-    PushDesired();
+    PushDesired(/*force=*/true);
     v1::GetDeviceStateResponse resp;
     // The reconciler already holds every switch's desired state: no need to
     // recompute them all on the strand for one device.

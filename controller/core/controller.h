@@ -18,6 +18,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -58,8 +59,19 @@ struct ControllerOptions {
   TimeNs reoptimize_interval_ns = 10 * kNsPerSec;
   // When placing a registered or updated job around the others leaves links
   // predicted over capacity, run a full recompute (same stability rule, plus:
-  // removing a predicted overload is always worth a move) before answering.
+  // removing a predicted overload is always worth a move) before answering —
+  // at most once per overload_recompute_interval_ns: while the fabric stays
+  // over capacity, further registrations are placed incrementally and one
+  // batched full re-placement runs from Tick() when the interval has passed
+  // (a registration storm on an overloaded fabric does not re-place every job
+  // for every registration).
   bool recompute_on_overload = true;
+  TimeNs overload_recompute_interval_ns = 1 * kNsPerSec;
+  // Keep expensive strand work (full re-placements on overload, building every
+  // switch's desired state) under ~20 % of the strand's wall time by spacing it
+  // 4 x its last duration. Virtual-time runs (closed-loop tests, benchmarks)
+  // turn it off: their results must not depend on the machine's speed.
+  bool wall_clock_pacing = true;
   // GLB, ALB, DLB tuning and remediation (controller/core/adaptive_engine.h).
   AdaptiveOptions adaptive;
   // LLDP check: keep links without LLDP data out of placement too, and
@@ -216,6 +228,10 @@ class Controller {
   // capacity: a full recompute, its other moved jobs' events in `m` and
   // their new specs in `updated`. Returns the placement before it (to roll
   // back when the commit fails), or nullopt when nothing moved.
+  void RunDeferredOverloadRecompute();
+  bool OverloadRecomputeDue(TimeNs now) const;
+  void PaceOverloadRecompute(std::chrono::steady_clock::time_point start);
+  std::chrono::steady_clock::time_point next_overload_recompute_{};
   std::optional<loom::te::Placement> RecomputeIfOverloaded(
       const std::string& job_id, Mutation& m, std::map<std::string, loom::v1::Job>* updated);
   static void AppendMutation(Mutation& into, Mutation&& from);
@@ -247,7 +263,8 @@ class Controller {
   // Desired state of every switch with prefixes filled in.
   std::map<std::string, loom::v1::DeviceState> DesiredStates() const;
   // Hands the reconciler the current desired state when assignments changed.
-  void PushDesired();
+  void PushDesired(bool force = false);
+  std::chrono::steady_clock::time_point next_desired_push_{};
   uint64_t policy_version_ = 0;
   std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot_;
   // Telemetry signals devices do not serve (device -> signal -> reason), as
@@ -277,6 +294,10 @@ class Controller {
   std::map<std::string, double> measured_ratio_;
   bool reoptimize_pending_ = false;
   TimeNs last_reoptimize_ns_ = 0;
+  // Overload re-placement: the last one (-1 = never) and registrations since
+  // that were placed incrementally on an overloaded fabric (batched in Tick).
+  TimeNs last_overload_recompute_ns_ = -1;
+  int overload_deferred_ = 0;
   void RefineDemand();
   // Measured traffic matrices (per-destination NIC counters) and the jobs whose
   // matrix was just replaced by a measurement, with why (re-placed at the next Tick).

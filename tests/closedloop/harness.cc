@@ -103,8 +103,13 @@ void ClosedLoop::StartController() {
   store_ = loom::controller::SqliteStore::Open(options_.db_path, &st);
   if (!store_) throw std::runtime_error("store: " + st.message());
   registry_ = std::make_unique<prometheus::Registry>();
-  controller_ =
-      std::make_unique<Controller>(io_, clock_, *store_, index_, *registry_, options_.controller);
+  // Virtual time: results must not depend on how fast this machine builds state,
+  // and registrations at t = 0 each get their overload re-placement at once (the
+  // 1 s batching is for registration storms in wall time).
+  auto copts = options_.controller;
+  copts.wall_clock_pacing = false;
+  copts.overload_recompute_interval_ns = 0;
+  controller_ = std::make_unique<Controller>(io_, clock_, *store_, index_, *registry_, copts);
   if (options_.loom_programs) controller_->AddDriver(driver_.get());
   // What the inventory would say of every NIC.
   std::set<std::string> all_nics;
