@@ -115,7 +115,11 @@ std::unique_ptr<SqliteStore> SqliteStore::Open(const std::string& path, Status* 
       return nullptr;
     }
   }
-  if (Status s = impl->Exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"); !s.ok()) {
+  // A database file is input: schema objects in it (views, triggers) must not
+  // run code on Loom's queries.
+  if (Status s = impl->Exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; "
+                            "PRAGMA trusted_schema=OFF;");
+      !s.ok()) {
     *status = s;
     return nullptr;
   }
@@ -124,15 +128,43 @@ std::unique_ptr<SqliteStore> SqliteStore::Open(const std::string& path, Status* 
     *status = s;
     return nullptr;
   }
-  int version = 0;
+  {
+    // Loom's database holds tables and indexes only: a view or trigger (which
+    // could loop forever or rewrite rows on Loom's queries) means it is not one.
+    Stmt s(impl->db,
+           "SELECT type, name FROM sqlite_master WHERE type NOT IN ('table', 'index') LIMIT 1");
+    if (!s.ok()) {
+      *status = impl->Err("reading the schema");
+      return nullptr;
+    }
+    if (s.Step() == SQLITE_ROW) {
+      *status = FailedPrecondition(path + ": not a Loom database: it has a " + s.ColText(0) +
+                                   " (\"" + s.ColText(1) + "\")");
+      return nullptr;
+    }
+  }
+  int64_t stored_version = 0;
   {
     Stmt s(impl->db, "SELECT version FROM schema_version");
     if (!s.ok()) {
       *status = impl->Err("reading schema_version");
       return nullptr;
     }
-    if (s.Step() == SQLITE_ROW) version = static_cast<int>(s.ColInt(0));
+    if (s.Step() == SQLITE_ROW) stored_version = s.ColInt(0);
   }
+  if (stored_version < 0) {
+    *status = FailedPrecondition(path + ": not a Loom database: schema version " +
+                                 std::to_string(stored_version));
+    return nullptr;
+  }
+  if (stored_version > kLatestSchemaVersion) {
+    *status =
+        FailedPrecondition(path + ": database schema version " + std::to_string(stored_version) +
+                           " is newer than this loomd supports (" +
+                           std::to_string(kLatestSchemaVersion) + "); upgrade loomd");
+    return nullptr;
+  }
+  int version = static_cast<int>(stored_version);
   if (version > kLatestSchemaVersion) {
     *status = FailedPrecondition(path + ": database schema version " + std::to_string(version) +
                                  " is newer than this loomd supports (" +

@@ -101,6 +101,30 @@ TEST(StoreTest, RefusesNewerSchema) {
   EXPECT_NE(st.message().find("schema version 99 is newer"), std::string::npos) << st.message();
 }
 
+// Found by the store fuzzer (tests/fuzz/crashes/store): a negative or
+// 2^31-wrapping schema version indexed the migrations array out of bounds; a
+// `jobs` view over an endless recursive query hung the start-up.
+TEST(StoreTest, RefusesNegativeVersionsAndViewsOrTriggers) {
+  for (const char* sql :
+       {"UPDATE schema_version SET version = -1", "UPDATE schema_version SET version = 2334798181",
+        "DROP TABLE jobs; CREATE VIEW jobs(job_id, spec) AS WITH RECURSIVE r(x) AS (SELECT 1 "
+        "UNION ALL SELECT x + 1 FROM r) SELECT x, x FROM r",
+        "CREATE TRIGGER t AFTER INSERT ON events BEGIN DELETE FROM jobs; END"}) {
+    testing::TempDir dir;
+    Status st;
+    ASSERT_TRUE(SqliteStore::Open(dir.File("v.db"), &st));
+    sqlite3* db = nullptr;
+    sqlite3_open(dir.File("v.db").c_str(), &db);
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+    sqlite3_close(db);
+    EXPECT_FALSE(SqliteStore::Open(dir.File("v.db"), &st)) << sql;
+    EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << sql;
+    const bool named = st.message().find("not a Loom database") != std::string::npos ||
+                       st.message().find("is newer than") != std::string::npos;
+    EXPECT_TRUE(named) << st.message();
+  }
+}
+
 TEST(StoreTest, RefusesFileThatIsNotADatabase) {
   testing::TempDir dir;
   {
