@@ -92,7 +92,6 @@ const std::vector<loom::proto_util::NumberRange> kConfigRanges = {
     {"loom.v1.ChangeSafetyConfig.max_devices_per_minute", 0, 1'000'000},
     {"loom.v1.ChangeSafetyConfig.max_pfc_pause_increase", 0, 1e12},
     {"loom.v1.ChangeSafetyConfig.max_drop_pps_increase", 0, 1e12},
-    {"loom.v1.ChangeSafetyConfig.max_utilization_drop", 0, 1},
     {"loom.v1.ChangeSafetyConfig.route_churn_per_minute", 0, 1e9},
     {"loom.v1.GnmiEndpoint.sample_interval_ms", 0, 60'000},
     {"loom.v1.RouteBudget.max_prefixes", 0, 100'000'000},
