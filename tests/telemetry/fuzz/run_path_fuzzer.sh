@@ -29,10 +29,10 @@ gen="$build/telemetry/proto"
 api="$build/api/proto"
 headers=("$src/telemetry/path.h")
 if [ "$name" = profile ]; then
-  sources=("$src/telemetry/path.cc" "$src/common/json.cc" "$src/telemetry/profile.cc"
+  sources=("$src/telemetry/path.cc" "$src/common/json.cc" "$src/common/file.cc" "$src/telemetry/profile.cc"
            "$gen/gnmi/gnmi.pb.cc" "$api/loom/v1/telemetry_profile.pb.cc"
            "$src/tests/telemetry/fuzz/profile_fuzzer.cc")
-  headers+=("$src/common/json.h" "$src/telemetry/profile.h")
+  headers+=("$src/common/json.h" "$src/common/file.h" "$src/telemetry/profile.h")
   seeds="$src/tests/telemetry/fuzz/corpus-profile"
 else
   sources=("$src/telemetry/path.cc" "$gen/gnmi/gnmi.pb.cc" "$src/tests/telemetry/fuzz/path_fuzzer.cc")
