@@ -164,7 +164,8 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  SignalWatcher signal_watcher(signals);
+  // Never destroyed: its thread may still be in sigwait while the process exits.
+  SignalWatcher& signal_watcher = *new SignalWatcher(signals);
 
   // The embedded emulator (default run): loomd drives it through the same
   // driver and telemetry interfaces as a real fabric.
