@@ -13,5 +13,5 @@ names=("$@")
 [ ${#names[@]} -eq 0 ] && names=(handlers json gnmi store)
 for name in "${names[@]}"; do
   LOOM_FUZZ_WRITE_SEEDS="$src/tests/fuzz/corpus/$name" "$build/tests/fuzz/fuzz_$name"
-  echo "$name: $(ls "$src/tests/fuzz/corpus/$name" | wc -l) seeds in tests/fuzz/corpus/$name"
+  echo "$name: $(find "$src/tests/fuzz/corpus/$name" -maxdepth 1 -type f | wc -l) seeds in tests/fuzz/corpus/$name"
 done

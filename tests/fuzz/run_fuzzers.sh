@@ -133,7 +133,7 @@ for name in "${names[@]}"; do
   log="$work/$name.log"
   mkdir -p "$scratch" "$artifacts"
   echo "== fuzz_$name: ${seconds} s over $seeds (new inputs: $scratch)"
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086,SC2046  # LOOM_FUZZ_ARGS and the schedule: several flags
   "$bin" -max_total_time="$seconds" -timeout="${LOOM_FUZZ_TIMEOUT:-10}" \
     -rss_limit_mb="${LOOM_FUZZ_RSS_MB:-2560}" -max_len="$(max_len "$name")" \
     -error_exitcode=1 -timeout_exitcode=1 -print_final_stats=1 $(schedule "$name") \
@@ -158,11 +158,11 @@ for name in "${names[@]}"; do
     continue
   fi
   if [ "${LOOM_FUZZ_MERGE:-0}" = 1 ]; then
-    before=$(ls "$seeds" | wc -l)
+    before=$(find "$seeds" -maxdepth 1 -type f | wc -l)
     "$bin" -merge=1 -max_len="$(max_len "$name")" -timeout="${LOOM_FUZZ_TIMEOUT:-10}" \
       -rss_limit_mb="${LOOM_FUZZ_RSS_MB:-2560}" "$seeds" "$scratch" >"$work/$name.merge.log" 2>&1 ||
       { echo "FAIL: merging into $seeds (see $work/$name.merge.log)"; failed=1; continue; }
-    echo "fuzz_$name: merged $(( $(ls "$seeds" | wc -l) - before )) input(s) into $seeds"
+    echo "fuzz_$name: merged $(( $(find "$seeds" -maxdepth 1 -type f | wc -l) - before )) input(s) into $seeds"
   fi
 done
 exit $failed

@@ -350,11 +350,6 @@ void BuildDatabase(const std::string& path, int version, loom::fuzz::Reader& in)
   std::string payload;
   int records = 0;
   while (records++ < 256 && in.Next(&tag, &payload)) ApplyRecord(db, tag, payload);
-  if (loom::fuzz::Known("negative-schema-version")) {  // crashes/store/README.md
-    sqlite3_exec(db,
-                 "UPDATE schema_version SET version = 0 WHERE version < 0 OR version > 2147483647",
-                 nullptr, nullptr, nullptr);
-  }
   sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
   sqlite3_close(db);
 }
@@ -510,7 +505,7 @@ void WriteSeeds() {
     loom::fuzz::WriteSeed("hostile_rows", s);
     std::string v(1, 5);
     std::string ver;
-    loom::fuzz::AddRecord(&ver, 0, std::string("\x06", 1));
+    loom::fuzz::AddRecord(&ver, 0, std::string("\x06\0\0\0\0\0\0\0", 8));  // all 8 bytes
     loom::fuzz::AddRecord(&v, 8, ver);
     loom::fuzz::WriteSeed("future_version", v);
     std::string drop(1, 5);

@@ -29,5 +29,5 @@ work="$out/corpus"
 rm -rf "$work"
 mkdir -p "$work"
 cp "$src/tests/southbound/fuzz/corpus/"* "$work/"
-exec "$bin" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=1024 \
+exec "$bin" -error_exitcode=1 -timeout_exitcode=1 -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=1024 \
   -print_final_stats=1 "$work"

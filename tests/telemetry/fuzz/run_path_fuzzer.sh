@@ -54,5 +54,5 @@ fi
 
 # New inputs go to a scratch corpus; the committed seeds are read only.
 mkdir -p "$work/corpus-$name"
-"$bin" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 \
+"$bin" -error_exitcode=1 -timeout_exitcode=1 -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$work/$name-" "$work/corpus-$name" "$seeds"
