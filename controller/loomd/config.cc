@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -109,6 +110,42 @@ const std::vector<loom::proto_util::NumberRange> kConfigRanges = {
 };
 
 }  // namespace
+
+std::string AdaptiveOptionsFromConfig(const loom::v1::LoomdConfig& config,
+                                      loom::controller::AdaptiveOptions* out) {
+  const auto& a = config.adaptive();
+  auto& o = *out;
+  if (a.alb_scan_interval_ms() > 0 && a.alb_scan_interval_ms() < 1000) {
+    return "adaptive.alb_scan_interval_ms: " + std::to_string(a.alb_scan_interval_ms()) +
+           " is below the 1000 ms minimum";
+  }
+  o.glb = !a.disable_glb();
+  o.alb = !a.disable_alb();
+  o.dlb_tuning = !a.disable_dlb_tuning();
+  o.remediation = !a.disable_remediation();
+  if (a.alb_scan_interval_ms() > 0) {
+    o.alb_params.scan_interval_ns = a.alb_scan_interval_ms() * loom::kNsPerMs;
+  }
+  if (a.alb_tolerance() != 0) o.alb_params.tolerance = a.alb_tolerance();
+  if (a.alb_max_moves_per_round() > 0) {
+    o.alb_params.max_moves_per_round = static_cast<int>(a.alb_max_moves_per_round());
+  }
+  if (a.dlb_interval_ms() > 0) o.dlb_interval_ns = a.dlb_interval_ms() * loom::kNsPerMs;
+  o.remediation_params.allow_quarantine = a.allow_quarantine();
+  if (a.dampening_half_life_ms() > 0) {
+    o.dampening.half_life_ns = a.dampening_half_life_ms() * loom::kNsPerMs;
+    o.dampening.max_suppress_ns =
+        std::max(o.dampening.max_suppress_ns, 4 * o.dampening.half_life_ns);
+  }
+  if (a.restore_hold_ms() > 0) {
+    o.restore_hold_ns = a.restore_hold_ms() * loom::kNsPerMs;
+    o.max_restore_hold_ns = std::max(o.max_restore_hold_ns, o.restore_hold_ns);
+  }
+  if (std::string e = loom::controller::ValidateAdaptiveOptions(o); !e.empty()) {
+    return "adaptive." + e;
+  }
+  return "";
+}
 
 bool SplitHostPort(const std::string& address, std::string* host, int* port) {
   auto colon = address.rfind(':');

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "controller/core/adaptive_engine.h"
 #include "loom/v1/config.pb.h"
 
 namespace loom::loomd {
@@ -22,6 +23,11 @@ bool ValidateChangeConfig(const loom::v1::LoomdConfig& config, const loom::v1::T
                           std::string* error);
 
 // Splits "host:port" (or "[v6]:port"); false when malformed.
+// The config's adaptive section as AdaptiveOptions, validated: "" or the
+// error ("adaptive.alb_scan_interval_ms: 500 is below the 1000 ms minimum").
+std::string AdaptiveOptionsFromConfig(const loom::v1::LoomdConfig& config,
+                                      loom::controller::AdaptiveOptions* out);
+
 bool SplitHostPort(const std::string& address, std::string* host, int* port);
 
 }  // namespace loom::loomd

@@ -218,39 +218,9 @@ int main(int argc, char** argv) {
   boost::asio::io_context io;
   loom::controller::ControllerOptions copts;
   copts.event_retention = config.event_retention();
-  {
-    const auto& a = config.adaptive();
-    auto& o = copts.adaptive;
-    if (a.alb_scan_interval_ms() > 0 && a.alb_scan_interval_ms() < 1000) {
-      std::cerr << "loomd: adaptive.alb_scan_interval_ms: " << a.alb_scan_interval_ms()
-                << " is below the 1000 ms minimum\n";
-      return 2;
-    }
-    o.glb = !a.disable_glb();
-    o.alb = !a.disable_alb();
-    o.dlb_tuning = !a.disable_dlb_tuning();
-    o.remediation = !a.disable_remediation();
-    if (a.alb_scan_interval_ms() > 0)
-      o.alb_params.scan_interval_ns = a.alb_scan_interval_ms() * loom::kNsPerMs;
-    if (a.alb_tolerance() != 0) o.alb_params.tolerance = a.alb_tolerance();
-    if (a.alb_max_moves_per_round() > 0) {
-      o.alb_params.max_moves_per_round = static_cast<int>(a.alb_max_moves_per_round());
-    }
-    if (a.dlb_interval_ms() > 0) o.dlb_interval_ns = a.dlb_interval_ms() * loom::kNsPerMs;
-    o.remediation_params.allow_quarantine = a.allow_quarantine();
-    if (a.dampening_half_life_ms() > 0) {
-      o.dampening.half_life_ns = a.dampening_half_life_ms() * loom::kNsPerMs;
-      o.dampening.max_suppress_ns =
-          std::max(o.dampening.max_suppress_ns, 4 * o.dampening.half_life_ns);
-    }
-    if (a.restore_hold_ms() > 0) {
-      o.restore_hold_ns = a.restore_hold_ms() * loom::kNsPerMs;
-      o.max_restore_hold_ns = std::max(o.max_restore_hold_ns, o.restore_hold_ns);
-    }
-    if (std::string e = loom::controller::ValidateAdaptiveOptions(o); !e.empty()) {
-      std::cerr << "loomd: adaptive." << e << "\n";
-      return 2;
-    }
+  if (std::string e = loom::loomd::AdaptiveOptionsFromConfig(config, &copts.adaptive); !e.empty()) {
+    std::cerr << "loomd: " << e << "\n";
+    return 2;
   }
   if (std::string err; !loom::loomd::ValidateChangeConfig(config, index->topology(), &err)) {
     std::cerr << "loomd: " << err << "\n";

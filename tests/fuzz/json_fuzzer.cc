@@ -147,35 +147,6 @@ void Refused(const char* kind, bool ok, const std::string& error) {
   if (!ok) Check(!error.empty(), std::string(kind) + ": refused without saying why");
 }
 
-// loomd main: the config's adaptive section.
-std::string AdaptiveError(const v1::LoomdConfig& config) {
-  const auto& a = config.adaptive();
-  if (a.alb_scan_interval_ms() > 0 && a.alb_scan_interval_ms() < 1000) return "alb scan";
-  loom::controller::AdaptiveOptions o;
-  o.glb = !a.disable_glb();
-  o.alb = !a.disable_alb();
-  o.dlb_tuning = !a.disable_dlb_tuning();
-  o.remediation = !a.disable_remediation();
-  if (a.alb_scan_interval_ms() > 0)
-    o.alb_params.scan_interval_ns = a.alb_scan_interval_ms() * loom::kNsPerMs;
-  if (a.alb_tolerance() != 0) o.alb_params.tolerance = a.alb_tolerance();
-  if (a.alb_max_moves_per_round() > 0) {
-    o.alb_params.max_moves_per_round = static_cast<int>(a.alb_max_moves_per_round());
-  }
-  if (a.dlb_interval_ms() > 0) o.dlb_interval_ns = a.dlb_interval_ms() * loom::kNsPerMs;
-  o.remediation_params.allow_quarantine = a.allow_quarantine();
-  if (a.dampening_half_life_ms() > 0) {
-    o.dampening.half_life_ns = a.dampening_half_life_ms() * loom::kNsPerMs;
-    o.dampening.max_suppress_ns =
-        std::max(o.dampening.max_suppress_ns, 4 * o.dampening.half_life_ns);
-  }
-  if (a.restore_hold_ms() > 0) {
-    o.restore_hold_ns = a.restore_hold_ms() * loom::kNsPerMs;
-    o.max_restore_hold_ns = std::max(o.max_restore_hold_ns, o.restore_hold_ns);
-  }
-  return loom::controller::ValidateAdaptiveOptions(o);
-}
-
 void FuzzConfig(const std::string& text) {
   const Fixture& f = F();
   const std::string path = loom::fuzz::ScratchDir() + "/loomd.json";
@@ -192,7 +163,8 @@ void FuzzConfig(const std::string& text) {
     Refused("config", false, error);
     return;
   }
-  (void)AdaptiveError(config);
+  loom::controller::AdaptiveOptions adaptive;
+  (void)loom::loomd::AdaptiveOptionsFromConfig(config, &adaptive);
   const v1::Topology& topo = f.topo->topology();
   error.clear();
   const bool change_ok = loom::loomd::ValidateChangeConfig(config, topo, &error);
