@@ -145,7 +145,8 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
   events_compacted_ =
       counter("loom_events_compacted_total", "Events removed from the store by retention");
   history_bytes_gauge_ = gauge("loom_event_history_memory_bytes",
-                               "Serialized bytes of the event history kept in memory");
+                               "Memory used by the event history kept in memory (the newest "
+                               "events; older ones are read from the store)");
   retained_events_gauge_ =
       gauge("loom_event_history_retained", "Events in the store's retained history");
 }
@@ -202,7 +203,8 @@ Status Controller::Start() {
     drains_[d.link_id] = {d.reason, d.time_ns, d.revision};
   }
   for (auto& ev : state.events) {
-    history_bytes_ += ev.ByteSizeLong();
+    history_sizes_.push_back(ev.SpaceUsedLong());
+    history_bytes_ += history_sizes_.back();
     history_.push_back(std::move(ev));
   }
   for (const auto& e : state.event_index) {
@@ -213,6 +215,7 @@ Status Controller::Start() {
             [](const auto& a, const auto& b) { return a.revision < b.revision; });
   for (auto& r : state.requests) {
     request_order_.emplace_back(r.revision, r.request_id);
+    request_bytes_ += r.response_bytes;
     requests_[r.request_id] = std::move(r);
   }
   revision_ = state.last_revision;
@@ -322,10 +325,18 @@ Status Controller::CommitAndPublish(Mutation& m) {
       m.prune_events_before = m.events.empty() ? last + 1 : m.events.front().revision();
     }
   }
-  if (!request_order_.empty() &&
-      requests_.size() + m.requests.size() > options_.request_retention) {
-    size_t excess = requests_.size() + m.requests.size() - options_.request_retention;
-    m.prune_requests_before = request_order_[std::min(excess, request_order_.size()) - 1].first + 1;
+  {
+    // Idempotency records: by count and by the bytes of their stored answers.
+    size_t n = requests_.size() + m.requests.size(), b = request_bytes_, i = 0;
+    for (const auto& r : m.requests) b += r.response.size();
+    while (i < request_order_.size() &&
+           (n > options_.request_retention || b > options_.request_retention_bytes)) {
+      auto it = requests_.find(request_order_[i].second);
+      if (it != requests_.end()) b -= it->second.response_bytes;
+      --n;
+      ++i;
+    }
+    if (i > 0) m.prune_requests_before = request_order_[i - 1].first + 1;
   }
   auto t0 = std::chrono::steady_clock::now();
   Status s = store_.Commit(m);
@@ -352,7 +363,8 @@ Status Controller::CommitAndPublish(Mutation& m) {
     }
     events_compacted_->Increment(static_cast<double>(pruned));
     while (!history_.empty() && history_.front().revision() < m.prune_events_before) {
-      history_bytes_ -= history_.front().ByteSizeLong();
+      history_bytes_ -= history_sizes_.front();
+      history_sizes_.pop_front();
       history_.pop_front();
     }
     vacuum_due_ = true;
@@ -363,18 +375,28 @@ Status Controller::CommitAndPublish(Mutation& m) {
   }
   if (m.prune_requests_before) {
     while (!request_order_.empty() && request_order_.front().first < m.prune_requests_before) {
-      requests_.erase(request_order_.front().second);
+      auto it = requests_.find(request_order_.front().second);
+      if (it != requests_.end()) {
+        request_bytes_ -= it->second.response_bytes;
+        requests_.erase(it);
+      }
       request_order_.pop_front();
     }
   }
   for (auto& r : m.requests) {
     request_order_.emplace_back(r.revision, r.request_id);
-    requests_[r.request_id] = r;
+    RequestRecord index = r;  // the answer itself stays in the store
+    index.response_bytes = r.response.size();
+    index.response.clear();
+    index.response.shrink_to_fit();
+    request_bytes_ += index.response_bytes;
+    requests_[r.request_id] = std::move(index);
   }
   for (size_t i = 0; i < m.events.size(); ++i) {
     const v1::Event& ev = m.events[i];
     history_.push_back(ev);
-    history_bytes_ += sizes[i];
+    history_sizes_.push_back(history_.back().SpaceUsedLong());
+    history_bytes_ += history_sizes_.back();
     events_family_.Add({{"type", EventTypeLabel(ev.type())}}).Increment();
     for (auto it = subscribers_.begin(); it != subscribers_.end();) {
       Subscriber& sub = it->second;
@@ -408,7 +430,8 @@ Status Controller::CommitAndPublish(Mutation& m) {
   }
   // The memory cache keeps the newest events within its budget (at least one).
   while (history_.size() > 1 && history_bytes_ > options_.event_cache_bytes) {
-    history_bytes_ -= history_.front().ByteSizeLong();
+    history_bytes_ -= history_sizes_.front();
+    history_sizes_.pop_front();
     history_.pop_front();
   }
   if (m.prune_events_before) EndCompactedWatchers();
@@ -437,7 +460,13 @@ bool Controller::Replay(const std::string& method, const std::string& request_id
                         "\" was already used for a different request (" + it->second.method + ")");
     return true;
   }
-  if (!response->ParseFromString(it->second.response)) {
+  std::string bytes;
+  if (Status s = store_.ReadResponse(request_id, &bytes); !s.ok()) {
+    *status = Unavailable("reading the stored answer for request_id \"" + request_id +
+                          "\": " + s.message());
+    return true;
+  }
+  if (!response->ParseFromString(bytes)) {
     *status = Internal("stored answer for request_id \"" + request_id + "\" is corrupt");
     return true;
   }

@@ -63,15 +63,19 @@ struct ControllerOptions {
   // compacted away in the commit that goes over.
   size_t event_retention = 100'000;
   size_t event_retention_bytes = size_t{256} << 20;
-  // The newest part of that history kept in memory, in bytes; older events
-  // are read from the store when a watcher needs them.
+  // The newest part of that history kept in memory, in bytes of memory used
+  // (not serialized size); older events are read from the store when a
+  // watcher needs them.
   size_t event_cache_bytes = size_t{32} << 20;
   SlowWatcherPolicy slow_watcher_policy = SlowWatcherPolicy::kCatchUp;
   // Free database pages given back per Tick (incremental vacuum) after
   // compaction; 0 = never.
   int vacuum_pages_per_tick = 512;
-  // Idempotency records kept (by revision age).
+  // Idempotency records kept (oldest dropped first): at most this many, and
+  // at most this many bytes of stored answers (answers live in the store;
+  // memory holds an index of about 100 bytes per record).
   size_t request_retention = 100'000;
+  size_t request_retention_bytes = size_t{128} << 20;
   // TELB placement parameters.
   loom::te::PlacementParams placement;
   ReconcilerOptions reconciler;
@@ -306,6 +310,7 @@ class Controller {
   std::map<std::string, LinkDrain> drains_;
   // The newest events (at most event_cache_bytes of them; contiguous).
   std::deque<loom::v1::Event> history_;
+  std::deque<size_t> history_sizes_;  // memory each uses (SpaceUsedLong)
   size_t history_bytes_ = 0;
   // Every event in the store: (revision, serialized bytes), oldest first.
   std::deque<std::pair<uint64_t, uint32_t>> retained_;
@@ -319,6 +324,7 @@ class Controller {
   void VacuumSome();
   std::unordered_map<std::string, RequestRecord> requests_;
   std::deque<std::pair<uint64_t, std::string>> request_order_;  // (revision, id)
+  size_t request_bytes_ = 0;  // stored answers' bytes of the records in requests_
   struct Subscriber {
     Watcher watcher;
     uint64_t next = 0;        // the next revision it needs

@@ -289,14 +289,20 @@ Status SqliteStore::Load(size_t max_events, StoredState* out, size_t max_event_b
     }
   }
   if (schema_version_ >= 2) {
-    Stmt s(db, schema_version_ >= 5 ? "SELECT request_id, method, request_hash, response, "
+    // Answers stay in the database (ReadResponse); only their sizes are read.
+    Stmt s(db, schema_version_ >= 5 ? "SELECT request_id, method, request_hash, length(response), "
                                       "revision, hash_scheme FROM requests"
-                                    : "SELECT request_id, method, request_hash, response, "
+                                    : "SELECT request_id, method, request_hash, length(response), "
                                       "revision, 0 FROM requests");
     while (s.Step() == SQLITE_ROW) {
-      out->requests.push_back({s.ColText(0), s.ColText(1), static_cast<uint64_t>(s.ColInt(2)),
-                               s.ColBlob(3), static_cast<uint64_t>(s.ColInt(4)),
-                               static_cast<int>(s.ColInt(5))});
+      RequestRecord r{s.ColText(0),
+                      s.ColText(1),
+                      static_cast<uint64_t>(s.ColInt(2)),
+                      std::string(),
+                      static_cast<uint64_t>(s.ColInt(4)),
+                      static_cast<int>(s.ColInt(5))};
+      r.response_bytes = static_cast<uint64_t>(s.ColInt(3));
+      out->requests.push_back(std::move(r));
     }
   }
   return Status::Ok();
@@ -444,6 +450,19 @@ Status SqliteStore::ReadEvents(uint64_t from, uint64_t to, size_t max_bytes,
   }
   if (rc != SQLITE_DONE) return impl_->Err("reading events");
   return Status::Ok();
+}
+
+Status SqliteStore::ReadResponse(const std::string& request_id, std::string* out) {
+  Stmt s(impl_->db, "SELECT response FROM requests WHERE request_id = ?");
+  if (!s.ok()) return impl_->Err("reading a stored answer");
+  s.Text(1, request_id);
+  const int rc = s.Step();
+  if (rc == SQLITE_ROW) {
+    *out = s.ColBlob(0);
+    return Status::Ok();
+  }
+  if (rc == SQLITE_DONE) return NotFound("no stored answer for this request id");
+  return impl_->Err("reading a stored answer");
 }
 
 Status SqliteStore::Vacuum(int max_pages, int64_t* free_pages) {

@@ -38,9 +38,12 @@ struct RequestRecord {
   // loom::proto::CanonicalFingerprint of the request, made by fingerprint scheme
   // `hash_scheme` (0: records of earlier versions, hashed from serialized bytes).
   uint64_t request_hash = 0;
-  std::string response;  // serialized response message
+  std::string response;  // serialized response message (empty as loaded: see response_bytes)
   uint64_t revision = 0;
   int hash_scheme = 0;
+  // Size of `response`; Load() fills this and leaves `response` in the store
+  // (ReadResponse reads it when a retry needs it).
+  uint64_t response_bytes = 0;
 };
 
 struct StoredState {
@@ -91,6 +94,8 @@ class Store {
                       size_t max_event_bytes = static_cast<size_t>(-1)) = 0;
   // Applies the mutation atomically and durably, or not at all.
   virtual Status Commit(const Mutation& m) = 0;
+  // The stored answer of a request id (NOT_FOUND when it has none).
+  virtual Status ReadResponse(const std::string& request_id, std::string* out) = 0;
   // Appends to `out` the stored events with revisions in [from, to], oldest
   // first, stopping once `max_bytes` of bodies were read (at least one event).
   virtual Status ReadEvents(uint64_t from, uint64_t to, size_t max_bytes,
@@ -125,6 +130,7 @@ class SqliteStore final : public Store {
   Status Commit(const Mutation& m) override;
   Status ReadEvents(uint64_t from, uint64_t to, size_t max_bytes,
                     std::vector<loom::v1::Event>* out) override;
+  Status ReadResponse(const std::string& request_id, std::string* out) override;
   Status Vacuum(int max_pages, int64_t* free_pages) override;
   int schema_version() const { return schema_version_; }
 
