@@ -127,11 +127,49 @@ grpc::Status WatchEndStatus(const Status& s, const Controller::WatchEnd& end) {
 // half of it is written the controller catches it up from the event history
 // (Controller::Watch). The queue and flags live in a shared State so the
 // controller's callbacks can outlive the reactor (gRPC deletes it in OnDone).
+// Encodes a watch response for an event into `out` (its size in `size`);
+// returns false to skip the event.
+using WatchEncode = std::function<bool(const v1::Event&, const Controller::EventBytes&,
+                                       grpc::ByteBuffer* out, size_t* size)>;
+
+// A response message `Resp` built by `fill` and serialized.
 template <typename Resp>
+WatchEncode EncodeMessage(std::function<bool(const v1::Event&, Resp*)> fill) {
+  return [fill](const v1::Event& ev, const Controller::EventBytes&, grpc::ByteBuffer* out,
+                size_t* size) {
+    Resp resp;
+    if (!fill(ev, &resp)) return false;
+    *size = resp.ByteSizeLong();
+    bool own = false;
+    return grpc::SerializationTraits<Resp>::Serialize(resp, out, &own).ok();
+  };
+}
+
+// WatchEventsResponse{event = 1}: a two-byte-ish header and the event's shared
+// serialized bytes, referenced (not copied) by the outgoing buffer.
+bool EncodeWatchEventsResponse(const Controller::EventBytes& wire, grpc::ByteBuffer* out,
+                               size_t* size) {
+  std::string header(1, '\x0a');  // field 1, length-delimited
+  for (uint64_t n = wire->size(); ; n >>= 7) {
+    if (n < 0x80) {
+      header.push_back(static_cast<char>(n));
+      break;
+    }
+    header.push_back(static_cast<char>((n & 0x7f) | 0x80));
+  }
+  auto* keep = new Controller::EventBytes(wire);
+  grpc::Slice slices[2] = {
+      grpc::Slice(header),
+      grpc::Slice(const_cast<char*>((*keep)->data()), (*keep)->size(),
+                  [](void* p) { delete static_cast<Controller::EventBytes*>(p); }, keep)};
+  *out = grpc::ByteBuffer(slices, 2);
+  *size = header.size() + wire->size();
+  return true;
+}
+
 class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  // Fills the response for an event; returns false to skip the event.
-  using Convert = std::function<bool(const v1::Event&, Resp*)>;
+  using Convert = WatchEncode;
 
   WatchReactor(Controller& controller, uint64_t start_revision, bool follow, Convert convert,
                size_t limit_bytes)
@@ -142,7 +180,9 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     state_->controller = &controller;
     std::shared_ptr<State> st = state_;
     Controller::Watcher w;
-    w.offer = [st](const v1::Event& ev) { return st->Offer(ev); };
+    w.offer = [st](const v1::Event& ev, const Controller::EventBytes& wire) {
+      return st->Offer(ev, wire);
+    };
     w.end = [st](const Status& s, const Controller::WatchEnd& end) { st->End(s, end); };
     std::lock_guard<std::mutex> lock(st->mu);
     st->subscription = controller.Watch(start_revision, follow, std::move(w));
@@ -216,21 +256,17 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     uint64_t subscription = 0;
 
     // Called on the controller strand for every event.
-    Controller::Offer Offer(const v1::Event& ev) {
+    Controller::Offer Offer(const v1::Event& ev, const Controller::EventBytes& wire) {
       std::unique_lock<std::mutex> lock(mu);
       if (finish_requested || done) return Controller::Offer::kClosed;
-      Resp resp;
-      if (!convert(ev, &resp)) return Controller::Offer::kTaken;
-      const size_t size = resp.ByteSizeLong();
-      if (!queue.empty() && queue_bytes + size > limit) {
+      if (!queue.empty() && queue_bytes + wire->size() > limit) {
+        // Full (judged by the event's size, known before encoding).
         wants_resume = true;
         return Controller::Offer::kFull;
       }
       grpc::ByteBuffer bytes;
-      bool own = false;
-      if (!grpc::SerializationTraits<Resp>::Serialize(resp, &bytes, &own).ok()) {
-        return Controller::Offer::kTaken;
-      }
+      size_t size = 0;
+      if (!convert(ev, wire, &bytes, &size)) return Controller::Offer::kTaken;
       queue.push_back({std::move(bytes), ev.revision(), size});
       queue_bytes += size;
       Pump(lock);
@@ -377,13 +413,13 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* FabricServiceImpl::DoWatchEvents(
     const v1::WatchEventsRequest& req) {
   std::set<int> types(req.types().begin(), req.types().end());
   std::string subject = req.subject();
-  return new WatchReactor<v1::WatchEventsResponse>(
+  return new WatchReactor(
       controller_, req.start_revision(), !req.replay_only(),
-      [types, subject](const v1::Event& ev, v1::WatchEventsResponse* out) {
+      [types, subject](const v1::Event& ev, const Controller::EventBytes& wire,
+                       grpc::ByteBuffer* out, size_t* size) {
         if (!types.empty() && !types.count(ev.type())) return false;
         if (!subject.empty() && ev.subject() != subject) return false;
-        *out->mutable_event() = ev;
-        return true;
+        return EncodeWatchEventsResponse(wire, out, size);
       },
       options_.watch_buffer_bytes);
 }
@@ -535,9 +571,10 @@ void SchedulerServiceImpl::DoListJobs(v1::ListJobsRequest req, Reply<v1::ListJob
 grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerServiceImpl::DoWatchJobs(
     const v1::WatchJobsRequest& req) {
   std::string tenant = req.tenant();
-  return new WatchReactor<v1::WatchJobsResponse>(
+  return new WatchReactor(
       controller_, req.start_revision(), !req.replay_only(),
-      [tenant](const v1::Event& ev, v1::WatchJobsResponse* out) {
+      EncodeMessage<v1::WatchJobsResponse>([tenant](const v1::Event& ev,
+                                                    v1::WatchJobsResponse* out) {
         v1::JobChange change;
         switch (ev.type()) {
           case v1::EVENT_TYPE_JOB_REGISTERED:
@@ -557,7 +594,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerServiceImpl::DoWatchJobs(
         out->set_change(change);
         *out->mutable_job() = ev.job();
         return true;
-      },
+      }),
       options_.watch_buffer_bytes);
 }
 

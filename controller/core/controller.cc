@@ -203,7 +203,8 @@ Status Controller::Start() {
     drains_[d.link_id] = {d.reason, d.time_ns, d.revision};
   }
   for (auto& ev : state.events) {
-    history_sizes_.push_back(ev.SpaceUsedLong());
+    history_wire_.push_back(std::make_shared<const std::string>(ev.SerializeAsString()));
+    history_sizes_.push_back(ev.SpaceUsedLong() + history_wire_.back()->capacity());
     history_bytes_ += history_sizes_.back();
     history_.push_back(std::move(ev));
   }
@@ -365,6 +366,7 @@ Status Controller::CommitAndPublish(Mutation& m) {
     while (!history_.empty() && history_.front().revision() < m.prune_events_before) {
       history_bytes_ -= history_sizes_.front();
       history_sizes_.pop_front();
+      history_wire_.pop_front();
       history_.pop_front();
     }
     vacuum_due_ = true;
@@ -395,7 +397,9 @@ Status Controller::CommitAndPublish(Mutation& m) {
   for (size_t i = 0; i < m.events.size(); ++i) {
     const v1::Event& ev = m.events[i];
     history_.push_back(ev);
-    history_sizes_.push_back(history_.back().SpaceUsedLong());
+    history_wire_.push_back(std::make_shared<const std::string>(ev.SerializeAsString()));
+    const EventBytes wire = history_wire_.back();
+    history_sizes_.push_back(history_.back().SpaceUsedLong() + wire->capacity());
     history_bytes_ += history_sizes_.back();
     events_family_.Add({{"type", EventTypeLabel(ev.type())}}).Increment();
     for (auto it = subscribers_.begin(); it != subscribers_.end();) {
@@ -403,7 +407,7 @@ Status Controller::CommitAndPublish(Mutation& m) {
       const uint64_t id = it->first;
       ++it;
       if (sub.lagging || ev.revision() != sub.next) continue;
-      switch (sub.watcher.offer(ev)) {
+      switch (sub.watcher.offer(ev, wire)) {
         case Offer::kTaken:
           ++sub.next;
           break;
@@ -432,6 +436,7 @@ Status Controller::CommitAndPublish(Mutation& m) {
   while (history_.size() > 1 && history_bytes_ > options_.event_cache_bytes) {
     history_bytes_ -= history_sizes_.front();
     history_sizes_.pop_front();
+    history_wire_.pop_front();
     history_.pop_front();
   }
   if (m.prune_events_before) EndCompactedWatchers();
@@ -966,7 +971,7 @@ void Controller::Subscribe(uint64_t start_revision, bool follow, EventSink sink,
   // the strand, so `done` comes after it.
   auto answered = std::make_shared<bool>(false);
   Watcher w;
-  w.offer = [sink = std::move(sink)](const v1::Event& ev) {
+  w.offer = [sink = std::move(sink)](const v1::Event& ev, const EventBytes&) {
     return sink(ev) ? Offer::kTaken : Offer::kClosed;
   };
   w.end = [done, answered](const Status& s, const WatchEnd&) {
@@ -1082,6 +1087,7 @@ void Controller::Fill(uint64_t id) {
   constexpr size_t kStorePageBytes = size_t{1} << 20;
   size_t sent = 0, sent_bytes = 0;
   std::vector<v1::Event> page;  // read from the store
+  std::vector<EventBytes> page_wire;
   size_t page_pos = 0;
   while (true) {
     auto it = subscribers_.find(id);
@@ -1107,11 +1113,15 @@ void Controller::Fill(uint64_t id) {
       return;
     }
     const v1::Event* ev = nullptr;
+    EventBytes wire;
     if (!history_.empty() && sub.next >= history_.front().revision()) {
-      ev = &history_[sub.next - history_.front().revision()];
+      const size_t i = sub.next - history_.front().revision();
+      ev = &history_[i];
+      wire = history_wire_[i];
     } else {
       if (page_pos >= page.size() || page[page_pos].revision() != sub.next) {
         page.clear();
+        page_wire.clear();
         page_pos = 0;
         const uint64_t to = history_.empty() ? revision_ : history_.front().revision() - 1;
         Status s = store_.ReadEvents(sub.next, to, kStorePageBytes, &page);
@@ -1127,9 +1137,14 @@ void Controller::Fill(uint64_t id) {
         }
       }
       ev = &page[page_pos];
+      if (page_wire.size() != page.size()) page_wire.assign(page.size(), nullptr);
+      if (!page_wire[page_pos]) {
+        page_wire[page_pos] = std::make_shared<const std::string>(ev->SerializeAsString());
+      }
+      wire = page_wire[page_pos];
     }
-    const size_t ev_bytes = ev->ByteSizeLong();
-    switch (sub.watcher.offer(*ev)) {
+    const size_t ev_bytes = wire->size();
+    switch (sub.watcher.offer(*ev, wire)) {
       case Offer::kTaken:
         ++sub.next;
         if (page_pos < page.size() && ev == &page[page_pos]) ++page_pos;

@@ -139,8 +139,10 @@ class Controller {
     uint64_t compacted_revision = 0;  // OUT_OF_RANGE: newest revision compacted away
     uint64_t current_revision = 0;    // the controller's revision when it ended
   };
+  // An event's serialized bytes, made once and shared by every watcher.
+  using EventBytes = std::shared_ptr<const std::string>;
   struct Watcher {
-    std::function<Offer(const loom::v1::Event&)> offer;
+    std::function<Offer(const loom::v1::Event&, const EventBytes&)> offer;
     // Called once when the controller ends the watch: OK after a replay-only
     // watch's last event; OUT_OF_RANGE (start or position compacted away, or
     // a start revision ahead of the log); RESOURCE_EXHAUSTED (kCut policy);
@@ -310,7 +312,8 @@ class Controller {
   std::map<std::string, LinkDrain> drains_;
   // The newest events (at most event_cache_bytes of them; contiguous).
   std::deque<loom::v1::Event> history_;
-  std::deque<size_t> history_sizes_;  // memory each uses (SpaceUsedLong)
+  std::deque<size_t> history_sizes_;  // memory each uses (SpaceUsedLong + bytes)
+  std::deque<EventBytes> history_wire_;  // each one's serialized bytes
   size_t history_bytes_ = 0;
   // Every event in the store: (revision, serialized bytes), oldest first.
   std::deque<std::pair<uint64_t, uint32_t>> retained_;

@@ -2,8 +2,9 @@
 """Soak benchmark (issue 18 item 8): the real loomd under job churn with 100
 watchers, a kill -9 and restart in the middle.
 
-Preloads --jobs jobs (default 10,000) on a 4,096-GPU rail fabric (512 hosts x 8,
-32 spines), opens --watchers WatchEvents streams (default 100) of which --idle
+Preloads --jobs jobs (default 10,000; each --job-hosts hosts x --job-gpus GPUs,
+default 1 or 2 hosts x 2 GPUs) on a 4,096-GPU rail fabric (512 hosts x 8, 32
+spines), opens --watchers WatchEvents streams (default 100) of which --idle
 (default 20) never read and --slow (default 10) read slowly, then churns for
 --minutes (default 10): --writers concurrent clients update, release and
 register jobs, each call with a request_id and retried with it while loomd is
@@ -236,10 +237,10 @@ class Writers:
 
     def job(self, job_id, gen=0):
         rng = random.Random(hash((job_id, gen)))
-        hosts = rng.sample(range(len(self.gpus) // 8), rng.choice([1, 2, 4]))
+        hosts = rng.sample(range(len(self.gpus) // 8), rng.choice(self.args.job_hosts))
         j = pb["job"].Job(tenant="t%d" % (hash(job_id) % 7), job_id=job_id, traffic_class=3)
         for h in hosts:
-            for g in range(8):
+            for g in rng.sample(range(8), self.args.job_gpus):
                 j.endpoints.append(self.gpus[h * 8 + g])
         j.labels["gen"] = str(gen)
         j.labels["team"] = "soak"
@@ -342,6 +343,9 @@ def main():
     p.add_argument("--proto-dir", required=True)
     p.add_argument("--topology", help="topology file (default: a generated 4,096-GPU rail)")
     p.add_argument("--jobs", type=int, default=10000)
+    p.add_argument("--job-hosts", type=lambda v: [int(x) for x in v.split(",")],
+                   default=[1, 2], help="hosts per job, chosen at random (default 1,2)")
+    p.add_argument("--job-gpus", type=int, default=2, help="GPUs per host of a job (1..8)")
     p.add_argument("--watchers", type=int, default=100)
     p.add_argument("--idle", type=int, default=20)
     p.add_argument("--slow", type=int, default=10)
@@ -363,10 +367,11 @@ def main():
         gpus = sorted(set(re.findall(r'"(host\d+-gpu\d+)"', f.read())))
     server = Server(args, topology, work)
     server.start()
-    print("== soak: %d jobs, %d watchers (%d never read, %d slow), %d writers, %.1f min, "
-          "slow_watcher_policy=%s, kill -9 %s" %
-          (args.jobs, args.watchers, args.idle, args.slow, args.writers, args.minutes,
-           args.policy, "none" if args.no_kill else "at the half"), flush=True)
+    print("== soak: %d jobs (%s hosts x %d GPUs each), %d watchers (%d never read, %d slow), "
+          "%d writers, %.1f min, slow_watcher_policy=%s, kill -9 %s" %
+          (args.jobs, "/".join(map(str, args.job_hosts)), args.job_gpus, args.watchers,
+           args.idle, args.slow, args.writers, args.minutes, args.policy,
+           "none" if args.no_kill else "at the half"), flush=True)
     writers = Writers(server, gpus, args)
     t0 = time.monotonic()
     writers.preload(args.jobs)

@@ -489,7 +489,7 @@ class TestWatcher {
   TestWatcher(Controller& c, uint64_t start, size_t capacity, bool follow = true)
       : c_(c), capacity_(capacity) {
     Controller::Watcher w;
-    w.offer = [this](const v1::Event& ev) {
+    w.offer = [this](const v1::Event& ev, const Controller::EventBytes&) {
       std::lock_guard<std::mutex> l(mu_);
       if (queue_.size() >= capacity_) {
         full_ = true;
