@@ -14,7 +14,8 @@ and port; watchers reconnect and resume from the last revision they processed
 
 Prints RSS of loomd every --sample seconds, then: write latency (p50/p99/max,
 with and without the restart window), events lost by live watchers (revisions
-never delivered; goal 0), duplicates skipped after resumes, watchers cut
+never delivered; goal 0; slow readers (20 ms per event while the churn runs)
+must catch up after it), duplicates skipped after resumes, watchers cut
 (RESOURCE_EXHAUSTED) and resumed, watches ended OUT_OF_RANGE, loomd's catch-up
 and compaction counters, the database size, and acknowledged writes lost
 (the final job set against what the writers were acknowledged; goal 0).
@@ -149,9 +150,10 @@ class Watcher(threading.Thread):
     """A WatchEvents client following the resume protocol; counts what it
     never received (lost) from its start revision to the end."""
 
-    def __init__(self, server, start, slow_s, stop):
+    def __init__(self, server, start, slow_s, stop, churning):
         super().__init__(daemon=True)
         self.server, self.next, self.slow_s, self.stop = server, start, slow_s, stop
+        self.churning = churning  # slow readers are slow only while this is set
         self.first = start
         self.lost = self.dups = self.cuts = self.out_of_range = self.reconnects = 0
         self.received = 0
@@ -174,7 +176,7 @@ class Watcher(threading.Thread):
                         self.lost += r - self.next
                     self.next = r + 1
                     self.received += 1
-                    if self.slow_s:
+                    if self.slow_s and self.churning.is_set():
                         time.sleep(self.slow_s)
                     if self.stop.is_set():
                         break
@@ -385,8 +387,10 @@ def main():
     list_jobs = stub(ch, "SchedulerService", "ListJobs", s.ListJobsRequest, s.ListJobsResponse)
     start_rev = list_jobs(s.ListJobsRequest(page_size=1), timeout=30).revision + 1
     stop_watch = threading.Event()
+    churning = threading.Event()
+    churning.set()
     n_live = args.watchers - args.idle
-    watchers = [Watcher(server, start_rev, 0.02 if i < args.slow else 0, stop_watch)
+    watchers = [Watcher(server, start_rev, 0.02 if i < args.slow else 0, stop_watch, churning)
                 for i in range(n_live)]
     for w in watchers:
         w.start()
@@ -434,6 +438,7 @@ def main():
     stop_churn.set()
     for t in churners:
         t.join()
+    churning.clear()  # slow readers now read at full speed and must catch up
     # Let the watchers reach the newest revision, then stop them.
     final = list_jobs(s.ListJobsRequest(page_size=1), timeout=30).revision
     deadline = time.monotonic() + 120
