@@ -32,7 +32,8 @@ def unary(channel, service, method, request, response_cls):
 
 
 class Loomd:
-    def __init__(self, loomd, topology, config=None, extra_args=(), directory=None):
+    def __init__(self, loomd, topology, config=None, extra_args=(), directory=None,
+                 grpc_port=0):
         """Starts loomd; `config` (a dict) is written as its --config file;
         `directory` reuses a previous run's directory (its database)."""
         self.dir = directory or tempfile.mkdtemp(prefix="loom-py-")
@@ -41,7 +42,7 @@ class Loomd:
             os.remove(self.ready)
         self.log = open(os.path.join(self.dir, "loomd.log"), "a")
         argv = [loomd, "--topology", topology, "--db", os.path.join(self.dir, "loom.db"),
-                "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                "--grpc-listen", "127.0.0.1:%d" % grpc_port, "--metrics-listen", "127.0.0.1:0",
                 "--ready-file", self.ready]
         if config is not None:
             path = os.path.join(self.dir, "loomd.json")

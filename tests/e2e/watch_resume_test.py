@@ -13,6 +13,7 @@ Debian's python3-grpcio as the client.
   watches from there; a start revision ahead of the log is OUT_OF_RANGE too.
 """
 import argparse
+import json
 import os
 import sys
 import threading
@@ -191,10 +192,69 @@ class WatchResumeTest(unittest.TestCase):
         self.assertGreater(self.loomd.metric("loom_watch_compacted_total"), 0)
 
 
+class LoomctlResumeTest(unittest.TestCase):
+    def test_loomctl_watch_resumes_across_a_kill_and_restart(self):
+        import signal
+        import socket
+        import subprocess
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()
+        loomd = Loomd(ARGS.loomd, ARGS.topology, grpc_port=port)
+        out_path = os.path.join(loomd.dir, "watch.out")
+        out = open(out_path, "w")
+        err_path = os.path.join(loomd.dir, "watch.err")
+        err = open(err_path, "w")
+        watch = subprocess.Popen([ARGS.loomctl, "--server", loomd.grpc_address, "--json",
+                                  "watch", "events", "--from", "1"], stdout=out, stderr=err)
+        s = pb["sched"]
+        try:
+            channel = grpc.insecure_channel(loomd.grpc_address)
+            for i in range(10):
+                unary(channel, "SchedulerService", "RegisterJob",
+                      s.RegisterJobRequest(job=pb["job"].Job(
+                          tenant="w", job_id="a%d" % i,
+                          endpoints=["host000-gpu0", "host002-gpu1"])), s.RegisterJobResponse)
+            channel.close()
+            loomd.proc.send_signal(signal.SIGKILL)
+            loomd.proc.wait()
+            loomd.log.close()
+            loomd = Loomd(ARGS.loomd, ARGS.topology, directory=loomd.dir, grpc_port=port)
+            channel = grpc.insecure_channel(loomd.grpc_address)
+            for i in range(10):
+                unary(channel, "SchedulerService", "RegisterJob",
+                      s.RegisterJobRequest(job=pb["job"].Job(
+                          tenant="w", job_id="b%d" % i,
+                          endpoints=["host000-gpu0", "host002-gpu1"])), s.RegisterJobResponse)
+            last = unary(channel, "SchedulerService", "ListJobs", s.ListJobsRequest(),
+                         s.ListJobsResponse).revision
+            channel.close()
+            deadline = time.monotonic() + 20
+            revisions = []
+            while time.monotonic() < deadline:
+                out.flush()
+                with open(out_path) as f:
+                    revisions = [int(json.loads(line)["revision"]) for line in f if line.strip()]
+                if revisions and revisions[-1] >= last:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(revisions, list(range(1, last + 1)))
+            with open(err_path) as f:
+                self.assertIn("resuming from revision", f.read())
+        finally:
+            watch.terminate()
+            watch.wait(timeout=10)
+            out.close()
+            err.close()
+            loomd.stop()
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
     p.add_argument("--loomd", required=True)
+    p.add_argument("--loomctl", required=True)
     p.add_argument("--proto-dir", required=True)
     p.add_argument("--topology", required=True)
     ARGS, rest = p.parse_known_args()
