@@ -406,10 +406,10 @@ Status Controller::CommitAndPublish(Mutation& m) {
       Subscriber& sub = it->second;
       const uint64_t id = it->first;
       ++it;
-      if (sub.lagging || ev.revision() != sub.next) continue;
+      if (sub.lagging || ev.revision() < sub.next) continue;
       switch (sub.watcher.offer(ev, wire)) {
         case Offer::kTaken:
-          ++sub.next;
+          sub.next = ev.revision() + 1;
           break;
         case Offer::kClosed:
           subscribers_.erase(id);
@@ -520,12 +520,24 @@ void Controller::SetAssignment(v1::Job* job, const v1::PathAssignment& a, uint64
 }
 
 int Controller::RecomputeInto(Mutation& m, const std::string& cause,
-                              std::map<std::string, v1::Job>* updated) {
+                              std::map<std::string, v1::Job>* updated,
+                              const loom::te::Placement* keep_unless_better,
+                              const std::string& skip) {
   auto t0 = std::chrono::steady_clock::now();
   auto changed = placement_.Recompute(loom::te::PlacementMode::kFull);
   placement_seconds_.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (keep_unless_better && !changed.empty() &&
+      placement_.max_utilization() >= keep_unless_better->max_utilization() - 1e-9) {
+    // An overload re-placement that does not lower the worst link moves jobs
+    // for nothing (and, on a fabric that cannot fit its jobs, would reshuffle
+    // them at every batch): keep the placement as it was.
+    placement_ = *keep_unless_better;
+    return 0;
+  }
   for (const auto& [id, a] : changed) {
+    // `skip` (the job being registered or updated) is reported by its own event.
+    if (id == skip) continue;
     auto it = jobs_.find(id);
     if (it == jobs_.end()) continue;
     v1::Job job = it->second;
@@ -563,10 +575,7 @@ std::optional<loom::te::Placement> Controller::RecomputeIfOverloaded(
       m,
       "placing job " + job_id + " around the others left links predicted at " +
           std::to_string(std::lround(before->max_utilization() * 100)) + "% of capacity",
-      updated);
-  // The job itself is reported by its own event.
-  std::erase_if(m.events, [&](const v1::Event& e) { return e.subject() == job_id; });
-  std::erase_if(m.put_jobs, [&](const v1::Job& j) { return j.job_id() == job_id; });
+      updated, &*before, job_id);
   PaceOverloadRecompute(wall);
   if (moved == 0) return std::nullopt;  // nothing changed: no rollback needed
   LOG_INFO("full recompute after an overloaded incremental placement")
@@ -1082,8 +1091,8 @@ void Controller::EndCompactedWatchers() {
 
 void Controller::Fill(uint64_t id) {
   // Work per strand turn for a bounded watcher: the strand also serves writes.
-  constexpr size_t kTurnEvents = 512;
-  constexpr size_t kTurnBytes = size_t{4} << 20;
+  constexpr size_t kTurnEvents = 64;
+  constexpr size_t kTurnBytes = size_t{512} << 10;
   constexpr size_t kStorePageBytes = size_t{1} << 20;
   size_t sent = 0, sent_bytes = 0;
   std::vector<v1::Event> page;  // read from the store
@@ -1115,17 +1124,29 @@ void Controller::Fill(uint64_t id) {
     const v1::Event* ev = nullptr;
     EventBytes wire;
     if (!history_.empty() && sub.next >= history_.front().revision()) {
-      const size_t i = sub.next - history_.front().revision();
+      // Revisions increase; a gap (a revision never committed) is skipped.
+      auto at = std::lower_bound(
+          history_.begin(), history_.end(), sub.next,
+          [](const v1::Event& e, uint64_t r) { return e.revision() < r; });
+      if (at == history_.end()) {
+        sub.next = revision_ + 1;
+        continue;
+      }
+      const size_t i = static_cast<size_t>(at - history_.begin());
       ev = &history_[i];
       wire = history_wire_[i];
     } else {
-      if (page_pos >= page.size() || page[page_pos].revision() != sub.next) {
+      if (page_pos >= page.size() || page[page_pos].revision() < sub.next) {
         page.clear();
         page_wire.clear();
         page_pos = 0;
         const uint64_t to = history_.empty() ? revision_ : history_.front().revision() - 1;
         Status s = store_.ReadEvents(sub.next, to, kStorePageBytes, &page);
-        if (!s.ok() || page.empty() || page.front().revision() != sub.next) {
+        if (s.ok() && page.empty() && !history_.empty()) {
+          sub.next = history_.front().revision();  // a gap up to the memory cache
+          continue;
+        }
+        if (!s.ok() || page.empty()) {
           LOG_ERROR("watch catch-up could not read the event log")
               .With("revision", std::to_string(sub.next))
               .With("error", s.ok() ? "event missing" : s.message());
@@ -1146,7 +1167,7 @@ void Controller::Fill(uint64_t id) {
     const size_t ev_bytes = wire->size();
     switch (sub.watcher.offer(*ev, wire)) {
       case Offer::kTaken:
-        ++sub.next;
+        sub.next = ev->revision() + 1;
         if (page_pos < page.size() && ev == &page[page_pos]) ++page_pos;
         ++sent;
         sent_bytes += ev_bytes;
@@ -1667,7 +1688,7 @@ void Controller::RunDeferredOverloadRecompute() {
           " registration(s) or update(s) placed incrementally on an overloaded fabric left "
           "links predicted at " +
           std::to_string(std::lround(before * 100)) + "% of capacity",
-      &updated);
+      &updated, &saved);
   if (moved == 0) return;
   if (CommitAndPublish(m).ok()) {
     for (auto& [id, job] : updated) jobs_[id] = job;

@@ -281,8 +281,13 @@ class Controller {
                      const google::protobuf::Timestamp& time) const;
   // Full recompute after a change of topology, drains or policy; adds the
   // changed jobs and their JOB_UPDATED events to `m`. Returns jobs moved.
+  // With `keep_unless_better`: when the recompute does not lower the predicted
+  // maximum utilization below that placement's, it is restored and nothing
+  // moves. `skip` is left out of the events (its caller reports it).
   int RecomputeInto(Mutation& m, const std::string& cause,
-                    std::map<std::string, loom::v1::Job>* updated);
+                    std::map<std::string, loom::v1::Job>* updated,
+                    const loom::te::Placement* keep_unless_better = nullptr,
+                    const std::string& skip = "");
   // After an incremental placement of `job_id` that leaves links over
   // capacity: a full recompute, its other moved jobs' events in `m` and
   // their new specs in `updated`. Returns the placement before it (to roll
