@@ -248,7 +248,17 @@ Status Controller::Start() {
     return a->priority() > b->priority();
   });
   for (v1::Job* job : order) placement_.Upsert(*job);
-  placement_.Recompute(loom::te::PlacementMode::kFull);
+  {
+    // On an over-capacity fabric a recompute that does not lower the worst
+    // link would only reshuffle jobs at every restart: keep them where they were.
+    const bool overloaded = placement_.max_utilization() > 1.0 + 1e-9;
+    std::optional<loom::te::Placement> reloaded;
+    if (overloaded) reloaded.emplace(placement_);
+    placement_.Recompute(loom::te::PlacementMode::kFull);
+    if (reloaded && placement_.max_utilization() >= reloaded->max_utilization() - 1e-9) {
+      placement_ = std::move(*reloaded);
+    }
+  }
 
   // Only jobs whose routes differ from what was persisted change (and get an
   // event): a restart re-converges without touching what is still right.
