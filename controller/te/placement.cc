@@ -401,9 +401,35 @@ std::string Placement::SprayWhy(const JobRec& rec) {
   return "every NIC of the job tolerates reordering (inventory)";
 }
 
-void Placement::UpdateSpraying() {
+void Placement::TrackSpraying(const std::string& id, JobRec& rec) {
+  if (rec.spray_ok) {
+    spray_ok_jobs_.insert(id);
+    return;
+  }
+  // Never sprayed: its flags stay all zero (UpdateSpraying looks at spray_ok jobs only).
+  spray_ok_jobs_.erase(id);
+  rec.sprayed.assign(rec.units.size(), 0);
+  rec.spray_note.clear();
+}
+
+void Placement::UpdateSpraying(bool every_job) {
+  // Only jobs that may be sprayed can have sprayed units: the others' flags are kept
+  // all zero when their units are built (TrackSpraying), so they are not visited.
+  // `every_job` visits every job anyway (the reference the tests compare against).
+  std::vector<std::pair<const std::string*, JobRec*>> sprayable;
+  if (every_job) {
+    sprayable.reserve(jobs_.size());
+    for (auto& [id, rec] : jobs_) sprayable.emplace_back(&id, &rec);
+  } else {
+    sprayable.reserve(spray_ok_jobs_.size());
+    for (const auto& id : spray_ok_jobs_) {
+      auto it = jobs_.find(id);
+      if (it != jobs_.end()) sprayable.emplace_back(&it->first, &it->second);
+    }
+  }
   bool any = false;
-  for (auto& [id, rec] : jobs_) {
+  for (auto& [idp, recp] : sprayable) {
+    JobRec& rec = *recp;
     any |= std::any_of(rec.sprayed.begin(), rec.sprayed.end(), [](char c) { return c != 0; });
     rec.sprayed.assign(rec.units.size(), 0);
     rec.spray_note.clear();
@@ -412,7 +438,9 @@ void Placement::UpdateSpraying() {
   if (graph_.three_tier()) return;
   // Not known yet where the job's bytes go (the pattern's prior, not yet confirmed
   // by measurement): spraying fits any matrix, pinning only the right one.
-  for (auto& [id, rec] : jobs_) {
+  for (auto& [idp, recp] : sprayable) {
+    const std::string& id = *idp;
+    JobRec& rec = *recp;
     if (!rec.spray_ok || rec.demand_source != DemandSource::kPattern || confirmed_.count(id) ||
         !PairingUnknown(rec.job.collective()) || rec.spray_cost > kUnknownPairingMaxSprayCost) {
       continue;
@@ -437,7 +465,7 @@ void Placement::UpdateSpraying() {
                      "spraying fits any traffic matrix; " +
                      SprayWhy(rec);
   }
-  if (max_utilization_ <= 1.0 + 1e-9) return;
+  if (max_utilization_ <= 1.0 + 1e-9 || sprayable.empty()) return;
   // Where pinning cannot fit: a leaf with a link predicted over capacity. For each job
   // that may be sprayed and each such leaf, spraying the job's units that leave (enter)
   // that leaf spreads them over the leaf's live uplinks (downlinks). The predicted
@@ -492,7 +520,8 @@ void Placement::UpdateSpraying() {
     }
     return t;
   };
-  for (auto& [id, rec] : jobs_) {
+  for (auto& [idp, recp] : sprayable) {
+    JobRec& rec = *recp;
     if (!rec.spray_ok || !rec.spray_note.empty()) continue;
     size_t count = 0;
     double worst_before = 0, worst_after = 0;
@@ -566,6 +595,24 @@ void Placement::UpdateSpraying() {
   }
 }
 
+std::string Placement::CheckIncrementalState() const {
+  Placement full = *this;
+  full.UpdateSpraying(/*every_job=*/true);
+  for (const auto& [id, rec] : jobs_) {
+    const JobRec& ref = full.jobs_.at(id);
+    if (rec.sprayed != ref.sprayed) return "job " + id + ": sprayed units differ";
+    if (rec.spray_note != ref.spray_note) {
+      return "job " + id + ": spray note \"" + rec.spray_note + "\" vs \"" + ref.spray_note +
+             "\"";
+    }
+    if ((spray_ok_jobs_.count(id) > 0) != rec.spray_ok) {
+      return "job " + id + ": spray_ok not tracked";
+    }
+  }
+  if (spray_ok_jobs_.size() > jobs_.size()) return "spray_ok_jobs_ names removed jobs";
+  return "";
+}
+
 v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   std::map<std::string, int> current;
   if (auto it = jobs_.find(job.job_id()); it != jobs_.end()) {
@@ -589,6 +636,7 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   rec.job = job;
   rec.decision = policy_.Evaluate(job);
   BuildUnits(rec, current);
+  TrackSpraying(job.job_id(), rec);
   PlacementResult r =
       Place(graph_, rec.units, params_, PlacementMode::kIncremental, &load_, &workspace_);
   rec.top = std::move(r.top);
@@ -681,6 +729,7 @@ void Placement::Remove(const std::string& job_id) {
   measured_.erase(job_id);
   confirmed_.erase(job_id);
   last_key_.erase(job_id);
+  spray_ok_jobs_.erase(job_id);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return;
   AddLoad(it->second, -1);
@@ -708,6 +757,7 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
     before[id] = lk != last_key_.end() ? lk->second : RouteKeyOf(rec);
     rec.decision = policy_.Evaluate(rec.job);
     BuildUnits(rec, current);
+    TrackSpraying(id, rec);
     // Lent to the path engine, given back below.
     for (size_t u = 0; u < rec.units.size(); ++u) {
       all.push_back(std::move(rec.units[u]));

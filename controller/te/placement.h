@@ -138,6 +138,11 @@ class Placement {
   // take this much longer.
   static constexpr double kSelectiveRepeatSprayCost = 1.33;
 
+  // Tests: the incremental bookkeeping (spraying decided over the jobs that may be
+  // sprayed only) gives what deciding it over every job gives. "" when it does,
+  // else the first difference.
+  std::string CheckIncrementalState() const;
+
   double max_utilization() const { return max_utilization_; }
   const FabricGraph& graph() const { return graph_; }
   // Color of a top device; 0 when unknown.
@@ -192,7 +197,10 @@ class Placement {
   // job's class, and the switch spreads its packets over every live uplink by
   // quality, as switch per-packet spraying does. Load accounting stays with
   // the pinned top (an approximation: the spread evens out what is pinned).
-  void UpdateSpraying();
+  // Visits the jobs that may be sprayed (spray_ok_jobs_), or every job.
+  void UpdateSpraying(bool every_job = false);
+  // After BuildUnits: keeps spray_ok_jobs_ and a job's never-sprayed flags.
+  void TrackSpraying(const std::string& id, JobRec& rec);
   static std::string SprayWhy(const JobRec& rec);
   // Compact route table (see DesiredStates), rebuilt when version_ moved.
   void BuildRouteTable() const;
@@ -224,6 +232,8 @@ class Placement {
   std::set<std::string> confirmed_;  // jobs whose pattern prior measurement confirmed
   // job -> measured traffic matrix (absent = the stated matrix or the pattern).
   std::map<std::string, std::vector<NicDemand>> measured_;
+  // Jobs that may be sprayed (JobRec::spray_ok), the only ones UpdateSpraying visits.
+  std::set<std::string> spray_ok_jobs_;
 
   // Bumped by every change to jobs, graph, policy or limits.
   uint64_t version_ = 1;
