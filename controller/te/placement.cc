@@ -100,6 +100,7 @@ bool Placement::SetDownLinks(const std::set<std::string>& down) {
   down_ = down;
   graph_ = FabricGraph::Build(*topo_, down_);
   IndexGraph();
+  budget_index_.valid = false;
   ++version_;
   return true;
 }
@@ -427,6 +428,15 @@ void Placement::UpdateSpraying(bool every_job) {
       if (it != jobs_.end()) sprayable.emplace_back(&it->first, &it->second);
     }
   }
+  // Their routes leave the budget index while their flags change, and come back after.
+  for (auto& [idp, recp] : sprayable) IndexRoutes(*recp, -1);
+  struct Reindex {
+    const Placement* p;
+    const std::vector<std::pair<const std::string*, JobRec*>>* jobs;
+    ~Reindex() {
+      for (auto& [idp, recp] : *jobs) p->IndexRoutes(*recp, +1);
+    }
+  } reindex{this, &sprayable};
   bool any = false;
   for (auto& [idp, recp] : sprayable) {
     JobRec& rec = *recp;
@@ -610,6 +620,33 @@ std::string Placement::CheckIncrementalState() const {
     }
   }
   if (spray_ok_jobs_.size() > jobs_.size()) return "spray_ok_jobs_ names removed jobs";
+  if (!graph_.three_tier()) {
+    // The budget index, kept up to date, holds what one built afresh holds, and the
+    // notes it gives are the whole table's.
+    const bool was_valid = budget_index_.valid;
+    Placement fresh = *this;  // no index, no table
+    fresh.BuildBudgetIndex();
+    fresh.BuildRouteTable();
+    if (was_valid) {
+      for (size_t l = 0; l < fresh.budget_index_.per_leaf.size(); ++l) {
+        const auto& mine = budget_index_.per_leaf[l];
+        const auto& ref = fresh.budget_index_.per_leaf[l];
+        bool same = mine.size() == ref.size();
+        for (auto a = mine.begin(), b = ref.begin(); same && a != mine.end(); ++a, ++b) {
+          same = a->neg_rate == b->neg_rate && a->unit == b->unit &&
+                 a->rec->job.job_id() == b->rec->job.job_id();
+        }
+        if (!same) return "budget index of leaf " + graph_.leaf(static_cast<int>(l)) + " differs";
+      }
+    }
+    for (const auto& [id, rec] : jobs_) {
+      auto it = fresh.table_.budget_note.find(id);
+      const std::string want = it == fresh.table_.budget_note.end() ? "" : it->second;
+      if (std::string got = IndexedBudgetNote(rec); got != want) {
+        return "job " + id + ": budget note \"" + got + "\" vs the table's \"" + want + "\"";
+      }
+    }
+  }
   return "";
 }
 
@@ -618,6 +655,7 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   if (auto it = jobs_.find(job.job_id()); it != jobs_.end()) {
     AddLoad(it->second, -1);
     CountRoutes(it->second, -1);
+    IndexRoutes(it->second, -1);
     for (size_t u = 0; u < it->second.units.size(); ++u) {
       const Unit& unit = it->second.units[u];
       current[PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value)] = it->second.top[u];
@@ -646,6 +684,7 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   CountRoutes(rec, +1);
   ++version_;
   UpdateMax();
+  IndexRoutes(rec, +1);  // after spraying was decided (a no-op for what it added)
   v1::PathAssignment a = MakeAssignment(rec);
   last_key_[job.job_id()] = RouteKey(a);
   return a;
@@ -734,6 +773,7 @@ void Placement::Remove(const std::string& job_id) {
   if (it == jobs_.end()) return;
   AddLoad(it->second, -1);
   CountRoutes(it->second, -1);
+  IndexRoutes(it->second, -1);
   jobs_.erase(it);
   ++version_;
   UpdateMax();
@@ -746,6 +786,7 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
   std::vector<std::pair<JobRec*, size_t>> owner;
   std::map<std::string, std::string> before;
   ++version_;
+  budget_index_.valid = false;  // every unit is rebuilt: rebuilt when next needed
   for (auto& [id, rec] : jobs_) {
     std::map<std::string, int> current;
     for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
@@ -973,6 +1014,11 @@ std::string Placement::BudgetNote(const std::string& job_id) const {
       over = budget > 0 && leaf_routes_[static_cast<size_t>(l)] > budget;
     }
     if (!over) return "";
+    if (!graph_.three_tier()) {
+      // The budget index answers for one job without building the whole table.
+      auto it = jobs_.find(job_id);
+      return it == jobs_.end() ? std::string() : IndexedBudgetNote(it->second);
+    }
     BuildRouteTable();
   }
   auto it = table_.budget_note.find(job_id);
@@ -1111,24 +1157,86 @@ void Placement::BuildRouteTable() const {
     for (const auto& [ref, rate] : v) t.refs.push_back(ref);
     std::vector<std::pair<RouteRef, double>>().swap(v);
   }
-  for (const auto& [job, where] : left_out) {
-    size_t total = 0;
-    std::string devices;
-    for (const auto& [sw, k] : where) {
-      total += k;
-      if (devices.size() < 200) {
-        devices += (devices.empty() ? "" : ", ") + sw + " (budget " +
-                   std::to_string(LimitsOf(limits_, sw).max_routes) + ")";
-      } else if (devices.back() != '.') {
-        devices += ", ...";
+  for (const auto& [job, where] : left_out) t.budget_note[job] = FormatBudgetNote(where);
+  table_ = std::move(t);
+}
+
+std::string Placement::FormatBudgetNote(const std::map<std::string, size_t>& where) const {
+  if (where.empty()) return "";
+  size_t total = 0;
+  std::string devices;
+  for (const auto& [sw, k] : where) {
+    total += k;
+    if (devices.size() < 200) {
+      devices += (devices.empty() ? "" : ", ") + sw + " (budget " +
+                 std::to_string(LimitsOf(limits_, sw).max_routes) + ")";
+    } else if (devices.back() != '.') {
+      devices += ", ...";
+    }
+  }
+  return std::to_string(total) + " colored route(s) left out for route budgets on " +
+         std::to_string(where.size()) + " switch(es): " + devices +
+         "; that traffic takes the underlay's ECMP there";
+}
+
+template <typename F>
+void Placement::ForEachLeafRoute(const JobRec& rec, F&& f) const {
+  // BuildRouteTable's leaf routes (2-tier): per placed, pinned unit, a footprint
+  // route (rate 0) on the job's other leaves when its pairing is a guess, and a
+  // route with its rate on each source leaf.
+  const bool footprint = !rec.spray_ok && rec.demand_source == DemandSource::kPattern &&
+                         PairingUnknown(rec.job.collective()) &&
+                         rec.units.size() * rec.nic_leaves.size() <= kFootprintRoutes;
+  for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
+    if (rec.top[u] < 0 || (u < rec.sprayed.size() && rec.sprayed[u])) continue;
+    const Unit& unit = rec.units[u];
+    const uint32_t uu = static_cast<uint32_t>(u);
+    if (footprint) {
+      for (int l : rec.nic_leaves) {
+        if (l == unit.dst_leaf) continue;
+        bool source = false;
+        for (const auto& [src, rate] : unit.sources) source |= src == l;
+        if (!source) f(l, BudgetKey{-0.0, &rec, uu});
       }
     }
-    t.budget_note[job] = std::to_string(total) +
-                         " colored route(s) left out for route budgets on " +
-                         std::to_string(where.size()) + " switch(es): " + devices +
-                         "; that traffic takes the underlay's ECMP there";
+    for (const auto& [src, rate] : unit.sources) {
+      if (src < 0 || src == unit.dst_leaf) continue;
+      f(src, BudgetKey{-rate, &rec, uu});
+    }
   }
-  table_ = std::move(t);
+}
+
+void Placement::IndexRoutes(const JobRec& rec, int sign) const {
+  if (!budget_index_.valid) return;
+  ForEachLeafRoute(rec, [&](int l, const BudgetKey& k) {
+    auto& tree = budget_index_.per_leaf[static_cast<size_t>(l)];
+    if (sign > 0) {
+      tree.insert(k);
+    } else {
+      tree.erase(k);
+    }
+  });
+}
+
+void Placement::BuildBudgetIndex() const {
+  budget_index_.per_leaf.clear();
+  budget_index_.per_leaf.resize(static_cast<size_t>(graph_.num_leaves()));
+  budget_index_.valid = true;
+  for (const auto& [id, rec] : jobs_) IndexRoutes(rec, +1);
+}
+
+std::string Placement::IndexedBudgetNote(const JobRec& rec) const {
+  if (!budget_index_.valid) BuildBudgetIndex();
+  std::map<std::string, size_t> where;
+  ForEachLeafRoute(rec, [&](int l, const BudgetKey& k) {
+    const std::string& sw = graph_.leaf(l);
+    if (!switch_index_.count(sw)) return;
+    const uint32_t budget = LimitsOf(limits_, sw).max_routes;
+    const auto& tree = budget_index_.per_leaf[static_cast<size_t>(l)];
+    if (budget == 0 || tree.size() <= budget) return;
+    if (tree.order_of_key(k) >= budget) where[sw]++;
+  });
+  return FormatBudgetNote(where);
 }
 
 std::vector<std::string> Placement::DesiredDevices() const {

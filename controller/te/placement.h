@@ -17,6 +17,8 @@
 #ifndef LOOM_CONTROLLER_TE_PLACEMENT_H_
 #define LOOM_CONTROLLER_TE_PLACEMENT_H_
 
+#include <ext/pb_ds/assoc_container.hpp>
+#include <ext/pb_ds/tree_policy.hpp>
 #include <map>
 #include <memory>
 #include <set>
@@ -208,6 +210,58 @@ class Placement {
   // placed; leaves above their budget make MakeAssignment build the table.
   void CountRoutes(const JobRec& rec, int sign);
   std::string BudgetNote(const std::string& job_id) const;
+  // The note of what route budgets leave out of a job's routes, from (switch ->
+  // routes left out); "" when nothing.
+  std::string FormatBudgetNote(const std::map<std::string, size_t>& where) const;
+  // Route budgets without the whole table (2-tier): per leaf, its colored routes
+  // ordered as the table keeps them (rate descending, then job id, then unit), with
+  // order statistics, so one job's routes left out are found in O(its routes x log).
+  // Kept up to date with the jobs once built (IndexRoutes); invalid after a full
+  // recompute, a graph change or a copy, and rebuilt when next needed.
+  struct BudgetKey {
+    double neg_rate;
+    const JobRec* rec;
+    uint32_t unit;
+  };
+  struct BudgetLess {
+    bool operator()(const BudgetKey& a, const BudgetKey& b) const {
+      if (a.neg_rate != b.neg_rate) return a.neg_rate < b.neg_rate;
+      if (a.rec != b.rec) {
+        if (int c = a.rec->job.job_id().compare(b.rec->job.job_id()); c != 0) return c < 0;
+      }
+      return a.unit < b.unit;
+    }
+  };
+  using BudgetTree =
+      __gnu_pbds::tree<BudgetKey, __gnu_pbds::null_type, BudgetLess, __gnu_pbds::rb_tree_tag,
+                       __gnu_pbds::tree_order_statistics_node_update>;
+  struct BudgetIndex {
+    bool valid = false;
+    std::vector<BudgetTree> per_leaf;
+  };
+  struct CachedBudgetIndex : BudgetIndex {
+    CachedBudgetIndex() = default;
+    CachedBudgetIndex(const CachedBudgetIndex&) : BudgetIndex() {}
+    CachedBudgetIndex(CachedBudgetIndex&&) noexcept : BudgetIndex() {}
+    CachedBudgetIndex& operator=(const CachedBudgetIndex&) {
+      static_cast<BudgetIndex&>(*this) = BudgetIndex();
+      return *this;
+    }
+    CachedBudgetIndex& operator=(CachedBudgetIndex&&) noexcept {
+      static_cast<BudgetIndex&>(*this) = BudgetIndex();
+      return *this;
+    }
+  };
+  mutable CachedBudgetIndex budget_index_;
+  // Calls f(leaf, key) for each colored route of the job the table would hold on a
+  // leaf (2-tier; BuildRouteTable's rules).
+  template <typename F>
+  void ForEachLeafRoute(const JobRec& rec, F&& f) const;
+  // Adds (sign > 0) or removes a job's routes from the budget index when it is valid.
+  void IndexRoutes(const JobRec& rec, int sign) const;
+  void BuildBudgetIndex() const;
+  // BudgetNote from the index (2-tier).
+  std::string IndexedBudgetNote(const JobRec& rec) const;
 
   std::shared_ptr<const loom::topology::TopologyIndex> topo_;
   PlacementParams params_;

@@ -749,13 +749,18 @@ TEST(PathEngineTest, KempeChainsPlaceAPermutationOfWholeFlowsOnePerLink) {
 namespace loom::te {
 namespace {
 
-// Spraying is decided over the jobs that may be sprayed only (the others' units are
-// never sprayed); after every change of a random sequence — jobs of tenants whose
-// policy allows spraying, jobs on reorder-tolerant NICs, permutations whose pairing
-// is a guess, plain rings and all-to-alls; registrations, updates that change a job's
-// eligibility, releases, full recomputes, confirmations — on a fabric driven over
-// capacity, the result is what deciding it over every job gives.
-TEST(PlacementTest, IncrementalSprayingMatchesDecidingOverEveryJob) {
+// A random sequence of changes on a small rail fabric (16 hosts x 4 NICs, 16 leaves,
+// 4 spines) driven over capacity — jobs of tenant t0, whose policy allows spraying,
+// jobs on reorder-tolerant NICs, permutations whose pairing is a guess (footprint
+// routes), rings and all-to-alls; registrations, updates that change a job's
+// eligibility, releases, full recomputes, confirmations — checking after each step
+// that the incremental bookkeeping equals a recompute from scratch
+// (Placement::CheckIncrementalState). Returns what the reasons showed.
+struct SequenceSeen {
+  int sprayed_routes = 0, overload_sprayed = 0, budget_notes = 0;
+};
+SequenceSeen RunRandomSequence(const loom::te::DeviceLimitsMap& limits, uint32_t seed) {
+  SequenceSeen seen;
   loom::topology::RailParams r;
   r.hosts = 16;
   r.hosts_per_stripe = 4;
@@ -765,9 +770,10 @@ TEST(PlacementTest, IncrementalSprayingMatchesDecidingOverEveryJob) {
   r.host.nics_per_host = 4;
   v1::Topology t;
   std::string err;
-  ASSERT_TRUE(loom::topology::GenerateRail(r, &t, &err)) << err;
+  EXPECT_TRUE(loom::topology::GenerateRail(r, &t, &err)) << err;
   auto topo = std::make_shared<const loom::topology::TopologyIndex>(t);
   Placement p(topo, {});
+  p.SetDeviceLimits(limits);
   v1::PolicySet set;
   auto* rule = set.add_rules();
   rule->set_name("spray-t0");
@@ -786,16 +792,15 @@ TEST(PlacementTest, IncrementalSprayingMatchesDecidingOverEveryJob) {
   const v1::CollectivePattern kinds[] = {
       v1::COLLECTIVE_PATTERN_RING_ALLREDUCE, v1::COLLECTIVE_PATTERN_ALL_TO_ALL,
       v1::COLLECTIVE_PATTERN_PERMUTATION, v1::COLLECTIVE_PATTERN_UNSPECIFIED};
-  std::mt19937 rng(11);
+  std::mt19937 rng(seed);
   std::set<std::string> live;
-  int sprayed_seen = 0, overload_sprayed = 0;
   for (int step = 0; step < 200; ++step) {
     const int action = std::uniform_int_distribution<int>(0, 9)(rng);
     const std::string id = "j" + std::to_string(std::uniform_int_distribution<int>(0, 39)(rng));
     if (action == 0 && live.count(id)) {
       p.Remove(id);
       live.erase(id);
-    } else if (action == 1) {
+    } else if (action == 1 && step % 3 == 0) {
       p.Recompute(PlacementMode::kFull);
     } else if (action == 2 && live.count(id)) {
       p.SetDemandConfirmed(id);
@@ -823,16 +828,42 @@ TEST(PlacementTest, IncrementalSprayingMatchesDecidingOverEveryJob) {
       p.Upsert(job);
       live.insert(id);
     }
-    ASSERT_EQ(p.CheckIncrementalState(), "") << "step " << step;
+    const std::string diff = p.CheckIncrementalState();
+    EXPECT_EQ(diff, "") << "step " << step;
+    if (!diff.empty()) break;
     for (const auto& j : live) {
       const v1::PathAssignment a = p.AssignmentOf(j);
-      for (const auto& route : a.routes()) sprayed_seen += route.sprayed_at_size() > 0;
-      overload_sprayed += a.reason().find("pinning whole flows cannot fit") != std::string::npos;
+      for (const auto& route : a.routes()) seen.sprayed_routes += route.sprayed_at_size() > 0;
+      seen.overload_sprayed +=
+          a.reason().find("pinning whole flows cannot fit") != std::string::npos;
+      seen.budget_notes += a.reason().find("left out for route budgets") != std::string::npos;
     }
   }
+  return seen;
+}
+
+// Spraying is decided over the jobs that may be sprayed only (the others' units are
+// never sprayed): the same as deciding it over every job.
+TEST(PlacementTest, IncrementalSprayingMatchesDecidingOverEveryJob) {
+  SequenceSeen seen = RunRandomSequence({}, 11);
   // The sequence did exercise spraying, for unknown pairings and on overloaded leaves.
-  EXPECT_GT(sprayed_seen, 0);
-  EXPECT_GT(overload_sprayed, 0);
+  EXPECT_GT(seen.sprayed_routes, 0);
+  EXPECT_GT(seen.overload_sprayed, 0);
+}
+
+// What route budgets leave out of one job is found from a per-leaf index kept with
+// the jobs, not the whole route table: the index equals one built afresh and its
+// notes are the table's, with footprint routes, sprayed units and recomputes.
+TEST(PlacementTest, IncrementalRouteBudgetNotesMatchTheWholeTable) {
+  loom::te::DeviceLimitsMap limits;
+  for (int s = 0; s < 4; ++s) {
+    for (int rail = 0; rail < 4; ++rail) {
+      limits["leaf-s" + std::to_string(s) + "-r" + std::to_string(rail)].max_routes = 6;
+    }
+  }
+  SequenceSeen seen = RunRandomSequence(limits, 5);
+  EXPECT_GT(seen.budget_notes, 0);
+  EXPECT_GT(seen.sprayed_routes, 0);
 }
 
 }  // namespace
