@@ -779,6 +779,13 @@ void Placement::Remove(const std::string& job_id) {
   UpdateMax();
 }
 
+void Placement::RestoreLoad(std::vector<double> load) {
+  if (load.size() != load_.size()) return;  // the graph changed meanwhile
+  load_ = std::move(load);
+  ++version_;
+  UpdateMax();
+}
+
 std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mode) {
   // Rebuild units (allowed tops may have changed with policy or failures),
   // keeping current tops as the starting point.

@@ -60,6 +60,11 @@ class Placement {
   // restart) keeps them where they are still feasible.
   loom::v1::PathAssignment Upsert(const loom::v1::Job& job);
   void Remove(const std::string& job_id);
+  // Undo of a group of Upserts (a failed group commit): the per-edge load before
+  // them, restored exactly once they were removed again (adding and removing a
+  // job's rates leaves rounding residue that would tip later choices).
+  std::vector<double> LoadSnapshot() const { return load_; }
+  void RestoreLoad(std::vector<double> load);
   bool Has(const std::string& job_id) const { return jobs_.count(job_id) > 0; }
 
   // The substance of an assignment: destinations and their primary and
