@@ -793,7 +793,19 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
   std::vector<std::pair<JobRec*, size_t>> owner;
   std::map<std::string, std::string> before;
   ++version_;
-  budget_index_.valid = false;  // every unit is rebuilt: rebuilt when next needed
+  // Every unit is rebuilt, but most jobs keep their routes: the budget index (when
+  // built) follows only the jobs whose routes differ, each job's entries before
+  // compared with after. It is left alone meanwhile.
+  const bool keep_index = budget_index_.valid && !graph_.three_tier();
+  budget_index_.valid = false;
+  std::vector<std::vector<std::pair<int, BudgetKey>>> index_before;
+  if (keep_index) {
+    index_before.reserve(jobs_.size());
+    for (const auto& [id, rec] : jobs_) {
+      auto& v = index_before.emplace_back();
+      ForEachLeafRoute(rec, [&](int l, const BudgetKey& k) { v.emplace_back(l, k); });
+    }
+  }
   for (auto& [id, rec] : jobs_) {
     std::map<std::string, int> current;
     for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
@@ -830,6 +842,24 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
   for (const auto& [id, rec] : jobs_) CountRoutes(rec, +1);
   ++version_;
   UpdateMax();
+  if (keep_index) {
+    budget_index_.valid = true;
+    std::vector<std::pair<int, BudgetKey>> now;
+    size_t i = 0;
+    for (const auto& [id, rec] : jobs_) {
+      const auto& was = index_before[i++];
+      now.clear();
+      ForEachLeafRoute(rec, [&](int l, const BudgetKey& k) { now.emplace_back(l, k); });
+      const bool same = std::equal(
+          was.begin(), was.end(), now.begin(), now.end(), [](const auto& a, const auto& b) {
+            return a.first == b.first && a.second.neg_rate == b.second.neg_rate &&
+                   a.second.unit == b.second.unit;
+          });
+      if (same) continue;
+      for (const auto& [l, k] : was) budget_index_.per_leaf[static_cast<size_t>(l)].erase(k);
+      for (const auto& [l, k] : now) budget_index_.per_leaf[static_cast<size_t>(l)].insert(k);
+    }
+  }
   std::map<std::string, v1::PathAssignment> changed;
   for (auto& [id, rec] : jobs_) {
     std::string key = RouteKeyOf(rec);

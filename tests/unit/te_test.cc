@@ -804,6 +804,10 @@ SequenceSeen RunRandomSequence(const loom::te::DeviceLimitsMap& limits, uint32_t
       p.Recompute(PlacementMode::kFull);
     } else if (action == 2 && live.count(id)) {
       p.SetDemandConfirmed(id);
+    } else if (action == 3 && live.count(id)) {
+      // A measured scale changes the job's rates at the next recompute.
+      p.SetDemandScale(id, std::uniform_int_distribution<int>(0, 1)(rng) ? 0.3 : 1.0);
+      p.Recompute(PlacementMode::kFull);
     } else {
       v1::Job job;
       job.set_job_id(id);
