@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -44,7 +45,9 @@ Commands:
   jobs update FILE                    replace a job's spec from a JSON file
   jobs release JOB_ID                 release a job
   watch jobs [--from REV] [--tenant T]     stream job changes
-  watch events [--from REV] [--subject S]  stream the event log
+  watch events [--from REV] [--subject S]  stream the event log (a stream cut for
+                                           being slow or by a restart is resumed
+                                           after the last revision printed)
   events [--from REV] [--subject S]   print the event log (from REV, default 1) and exit
   render DEVICE --vendor junos|nxos|sonic
                                       the switch's desired state as vendor configuration
@@ -600,48 +603,69 @@ int CmdWatch(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& 
     std::cerr << "loomctl: --from must be a revision number\n";
     return 2;
   }
-  grpc::ClientContext c;
-  if (!follow) SetDeadline(&c, ctx);
-  // A replay that finds nothing newer than --from is fine.
-  if (what == "jobs") {
-    v1::WatchJobsRequest req;
-    req.set_start_revision(static_cast<uint64_t>(from));
-    req.set_tenant(flags.Get("tenant"));
-    auto reader = ctx.scheduler->WatchJobs(&c, req);
-    v1::WatchJobsResponse resp;
-    while (reader->Read(&resp)) {
-      if (ctx.json) {
-        std::cout << ToJson(resp, false) << std::endl;
-      } else {
-        std::cout << resp.revision() << "  "
-                  << Short(v1::JobChange_Name(resp.change()), "JOB_CHANGE_") << "  "
-                  << resp.job().job_id() << "  tenant=" << resp.job().tenant() << "  state="
-                  << Short(v1::JobState_Name(resp.job().status().state()), "JOB_STATE_")
-                  << std::endl;
-      }
-    }
-    auto s = reader->Finish();
-    return s.ok() || s.error_code() == grpc::StatusCode::CANCELLED ? 0 : Report(s, ctx);
+  if (what != "jobs" && what != "events") {
+    std::cerr << "loomctl: usage: loomctl watch jobs|events [--from REV]\n";
+    return 2;
   }
-  if (what == "events") {
-    v1::WatchEventsRequest req;
-    req.set_start_revision(static_cast<uint64_t>(from));
-    req.set_subject(flags.Get("subject"));
-    req.set_replay_only(!follow);
-    auto reader = ctx.fabric->WatchEvents(&c, req);
-    v1::WatchEventsResponse resp;
-    while (reader->Read(&resp)) {
-      if (ctx.json) {
-        std::cout << ToJson(resp.event(), false) << std::endl;
-      } else {
-        std::cout << EventLine(resp.event()) << std::endl;
+  // Follows the resume protocol (docs/watch.md): a stream cut for being slow
+  // (RESOURCE_EXHAUSTED) or broken by a restart (UNAVAILABLE) is resumed from
+  // the revision after the last one printed, without printing any twice.
+  uint64_t next = static_cast<uint64_t>(from);
+  for (int attempt = 0;; ++attempt) {
+    grpc::ClientContext c;
+    if (!follow) SetDeadline(&c, ctx);
+    grpc::Status s;
+    bool progressed = false;
+    if (what == "jobs") {
+      v1::WatchJobsRequest req;
+      req.set_start_revision(next);
+      req.set_tenant(flags.Get("tenant"));
+      auto reader = ctx.scheduler->WatchJobs(&c, req);
+      v1::WatchJobsResponse resp;
+      while (reader->Read(&resp)) {
+        if (next > 0 && resp.revision() < next) continue;  // seen before a resume
+        next = resp.revision() + 1;
+        progressed = true;
+        if (ctx.json) {
+          std::cout << ToJson(resp, false) << std::endl;
+        } else {
+          std::cout << resp.revision() << "  "
+                    << Short(v1::JobChange_Name(resp.change()), "JOB_CHANGE_") << "  "
+                    << resp.job().job_id() << "  tenant=" << resp.job().tenant() << "  state="
+                    << Short(v1::JobState_Name(resp.job().status().state()), "JOB_STATE_")
+                    << std::endl;
+        }
       }
+      s = reader->Finish();
+    } else {
+      v1::WatchEventsRequest req;
+      req.set_start_revision(next);
+      req.set_subject(flags.Get("subject"));
+      req.set_replay_only(!follow);
+      auto reader = ctx.fabric->WatchEvents(&c, req);
+      v1::WatchEventsResponse resp;
+      while (reader->Read(&resp)) {
+        if (next > 0 && resp.event().revision() < next) continue;
+        next = resp.event().revision() + 1;
+        progressed = true;
+        if (ctx.json) {
+          std::cout << ToJson(resp.event(), false) << std::endl;
+        } else {
+          std::cout << EventLine(resp.event()) << std::endl;
+        }
+      }
+      s = reader->Finish();
     }
-    auto s = reader->Finish();
-    return s.ok() || s.error_code() == grpc::StatusCode::CANCELLED ? 0 : Report(s, ctx);
+    // A replay that finds nothing newer than --from is fine.
+    if (s.ok() || s.error_code() == grpc::StatusCode::CANCELLED) return 0;
+    const bool resumable = follow && (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+                                      s.error_code() == grpc::StatusCode::UNAVAILABLE);
+    if (progressed) attempt = 0;
+    if (!resumable || attempt >= 10 || next == 0) return Report(s, ctx);
+    std::cerr << "loomctl: watch stream ended (" << s.error_message() << "); resuming from revision "
+              << next << "\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 << std::min(attempt, 5)));
   }
-  std::cerr << "loomctl: usage: loomctl watch jobs|events [--from REV]\n";
-  return 2;
 }
 
 int CmdDevice(Ctx& ctx, const std::string& cmd, const std::vector<std::string>& args,

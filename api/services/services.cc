@@ -12,6 +12,7 @@
 #include "common/text.h"
 #include "controller/core/job_validation.h"
 #include "controller/core/request_limits.h"
+#include "loom/v1/error_details.pb.h"
 #include "southbound/gnmi/set_adapter.h"
 #include "southbound/render/render.h"
 
@@ -88,37 +89,103 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* RawStream(const grpc::ByteBuffer* in
   return handler(req);
 }
 
-// A server stream fed by a controller subscription through a bounded queue.
-// The queue and flags live in a shared State so the controller's sink can
-// outlive the reactor (gRPC deletes the reactor in OnDone).
+// The status a watch ends with, details included: an ErrorInfo (wire-identical
+// to google.rpc.ErrorInfo) in grpc-status-details-bin naming the revision to
+// resume from or the compacted one (error_details.proto).
+grpc::Status WatchEndStatus(const Status& s, const Controller::WatchEnd& end) {
+  if (s.ok()) return grpc::Status::OK;
+  v1::ErrorInfo info;
+  info.set_domain("loom.v1");
+  auto& md = *info.mutable_metadata();
+  md["current_revision"] = std::to_string(end.current_revision);
+  if (s.code() == StatusCode::kOutOfRange) {
+    if (end.compacted_revision > 0) {
+      info.set_reason("REVISION_COMPACTED");
+      md["compacted_revision"] = std::to_string(end.compacted_revision);
+    } else {
+      info.set_reason("REVISION_AHEAD");
+    }
+  } else if (end.resume_revision > 0) {
+    info.set_reason(s.code() == StatusCode::kResourceExhausted ? "WATCHER_TOO_SLOW"
+                                                               : "EVENT_LOG_UNREADABLE");
+    md["resume_revision"] = std::to_string(end.resume_revision);
+  } else {
+    return ToGrpc(s);
+  }
+  v1::RpcStatus rpc;
+  rpc.set_code(static_cast<int>(s.code()));
+  rpc.set_message(s.message());
+  auto* any = rpc.add_details();
+  any->set_type_url("type.googleapis.com/google.rpc.ErrorInfo");
+  any->set_value(info.SerializeAsString());
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message(),
+                      rpc.SerializeAsString());
+}
+
+// A server stream fed by a controller watch through a queue bounded in bytes.
+// When the queue is full the controller stops feeding it live events; once
+// half of it is written the controller catches it up from the event history
+// (Controller::Watch). The queue and flags live in a shared State so the
+// controller's callbacks can outlive the reactor (gRPC deletes it in OnDone).
+// Encodes a watch response for an event into `out` (its size in `size`);
+// returns false to skip the event.
+using WatchEncode = std::function<bool(const v1::Event&, const Controller::EventBytes&,
+                                       grpc::ByteBuffer* out, size_t* size)>;
+
+// A response message `Resp` built by `fill` and serialized.
 template <typename Resp>
+WatchEncode EncodeMessage(std::function<bool(const v1::Event&, Resp*)> fill) {
+  return [fill](const v1::Event& ev, const Controller::EventBytes&, grpc::ByteBuffer* out,
+                size_t* size) {
+    Resp resp;
+    if (!fill(ev, &resp)) return false;
+    *size = resp.ByteSizeLong();
+    bool own = false;
+    return grpc::SerializationTraits<Resp>::Serialize(resp, out, &own).ok();
+  };
+}
+
+// WatchEventsResponse{event = 1}: a two-byte-ish header and the event's shared
+// serialized bytes, referenced (not copied) by the outgoing buffer.
+bool EncodeWatchEventsResponse(const Controller::EventBytes& wire, grpc::ByteBuffer* out,
+                               size_t* size) {
+  std::string header(1, '\x0a');  // field 1, length-delimited
+  for (uint64_t n = wire->size(); ; n >>= 7) {
+    if (n < 0x80) {
+      header.push_back(static_cast<char>(n));
+      break;
+    }
+    header.push_back(static_cast<char>((n & 0x7f) | 0x80));
+  }
+  auto* keep = new Controller::EventBytes(wire);
+  grpc::Slice slices[2] = {
+      grpc::Slice(header),
+      grpc::Slice(const_cast<char*>((*keep)->data()), (*keep)->size(),
+                  [](void* p) { delete static_cast<Controller::EventBytes*>(p); }, keep)};
+  *out = grpc::ByteBuffer(slices, 2);
+  *size = header.size() + wire->size();
+  return true;
+}
+
 class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  // Fills the response for an event; returns false to skip the event.
-  using Convert = std::function<bool(const v1::Event&, Resp*)>;
+  using Convert = WatchEncode;
 
   WatchReactor(Controller& controller, uint64_t start_revision, bool follow, Convert convert,
-               size_t limit)
+               size_t limit_bytes)
       : state_(std::make_shared<State>()) {
     state_->reactor = this;
     state_->convert = std::move(convert);
-    state_->limit = limit;
+    state_->limit = limit_bytes;
     state_->controller = &controller;
     std::shared_ptr<State> st = state_;
-    controller.Subscribe(
-        start_revision, follow, [st](const v1::Event& ev) { return st->Push(ev); },
-        [st](Status s, uint64_t id) {
-          std::unique_lock<std::mutex> lock(st->mu);
-          st->subscription = id;
-          if (!s.ok()) {
-            st->FinishLocked(ToGrpc(s), lock);
-          } else if (id == 0) {
-            // Replay-only stream: complete once the queued replay is written.
-            st->FinishLocked(grpc::Status::OK, lock, /*drain=*/true);
-          } else if (st->done) {
-            st->controller->Unsubscribe(id);
-          }
-        });
+    Controller::Watcher w;
+    w.offer = [st](const v1::Event& ev, const Controller::EventBytes& wire) {
+      return st->Offer(ev, wire);
+    };
+    w.end = [st](const Status& s, const Controller::WatchEnd& end) { st->End(s, end); };
+    std::lock_guard<std::mutex> lock(st->mu);
+    st->subscription = controller.Watch(start_revision, follow, std::move(w));
   }
 
   void OnWriteDone(bool ok) override {
@@ -130,6 +197,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       // requested (OnCancel during the write): it must still happen, or the
       // reactor never completes and grpc::Server::Shutdown waits forever.
       state_->queue.clear();
+      state_->queue_bytes = 0;
       state_->drain_before_finish = false;
       if (!state_->finish_requested) {
         state_->finish_requested = true;
@@ -138,7 +206,13 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       state_->Pump(lock);
       return;
     }
+    state_->queue_bytes -= state_->queue.front().bytes;
     state_->queue.pop_front();
+    if (state_->wants_resume && state_->queue_bytes <= state_->limit / 2 &&
+        !state_->finish_requested) {
+      state_->wants_resume = false;
+      state_->controller->ResumeWatch(state_->subscription);  // posts; never blocks
+    }
     state_->Pump(lock);
   }
 
@@ -152,7 +226,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       std::lock_guard<std::mutex> lock(state_->mu);
       state_->done = true;
       state_->reactor = nullptr;
-      if (state_->subscription) state_->controller->Unsubscribe(state_->subscription);
+      state_->controller->Unsubscribe(state_->subscription);
     }
     delete this;
   }
@@ -164,7 +238,15 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     Controller* controller = nullptr;
     Convert convert;
     size_t limit = 0;
-    std::deque<grpc::ByteBuffer> queue;  // front() is being written while `writing`
+    // front() is being written while `writing`
+    struct Item {
+      grpc::ByteBuffer buffer;
+      uint64_t revision = 0;
+      size_t bytes = 0;
+    };
+    std::deque<Item> queue;
+    size_t queue_bytes = 0;
+    bool wants_resume = false;  // answered kFull: ResumeWatch once half is written
     bool writing = false;
     bool finish_requested = false;
     bool drain_before_finish = false;
@@ -174,32 +256,55 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     uint64_t subscription = 0;
 
     // Called on the controller strand for every event.
-    bool Push(const v1::Event& ev) {
+    Controller::Offer Offer(const v1::Event& ev, const Controller::EventBytes& wire) {
       std::unique_lock<std::mutex> lock(mu);
-      if (finish_requested || done) return false;
-      Resp resp;
-      if (!convert(ev, &resp)) return true;
-      if (queue.size() >= limit) {
-        FinishLocked(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                  "watcher fell more than " + std::to_string(limit) +
-                                      " events behind; resume with start_revision=" +
-                                      std::to_string(ev.revision())),
-                     lock);
-        return false;
+      if (finish_requested || done) return Controller::Offer::kClosed;
+      if (!queue.empty() && queue_bytes + wire->size() > limit) {
+        // Full (judged by the event's size, known before encoding).
+        wants_resume = true;
+        return Controller::Offer::kFull;
       }
       grpc::ByteBuffer bytes;
-      bool own = false;
-      if (!grpc::SerializationTraits<Resp>::Serialize(resp, &bytes, &own).ok()) return true;
-      queue.push_back(std::move(bytes));
+      size_t size = 0;
+      if (!convert(ev, wire, &bytes, &size)) return Controller::Offer::kTaken;
+      queue.push_back({std::move(bytes), ev.revision(), size});
+      queue_bytes += size;
       Pump(lock);
-      return true;
+      return Controller::Offer::kTaken;
+    }
+
+    // Called on the strand when the controller ends the watch.
+    void End(const Status& s, Controller::WatchEnd end) {
+      std::unique_lock<std::mutex> lock(mu);
+      if (s.ok()) {
+        // A replay-only watch: complete once the queued replay is written.
+        FinishLocked(grpc::Status::OK, lock, /*drain=*/true);
+        return;
+      }
+      if (end.resume_revision > 0 && !queue.empty()) {
+        // Ended at once (a slow client may never drain its queue): it resumes
+        // from the first event it may not have received, the one in flight.
+        end.resume_revision = std::min(end.resume_revision, queue.front().revision);
+      }
+      // What is queued is dropped; the event being written stays until its
+      // write completes (gRPC holds a pointer to it).
+      while (queue.size() > (writing ? 1 : 0)) {
+        queue_bytes -= queue.back().bytes;
+        queue.pop_back();
+      }
+      Status msg = s;
+      if (s.code() == StatusCode::kResourceExhausted || s.code() == StatusCode::kUnavailable) {
+        msg = Status(s.code(), s.message().substr(0, s.message().rfind("start_revision=")) +
+                                   "start_revision=" + std::to_string(end.resume_revision));
+      }
+      FinishLocked(WatchEndStatus(msg, end), lock);
     }
 
     void Pump(std::unique_lock<std::mutex>& lock) {
       if (writing || !reactor) return;
       if (!queue.empty() && (!finish_requested || drain_before_finish)) {
         writing = true;
-        const grpc::ByteBuffer* msg = &queue.front();
+        const grpc::ByteBuffer* msg = &queue.front().buffer;
         WatchReactor* r = reactor;
         lock.unlock();
         r->StartWrite(msg);
@@ -308,15 +413,15 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* FabricServiceImpl::DoWatchEvents(
     const v1::WatchEventsRequest& req) {
   std::set<int> types(req.types().begin(), req.types().end());
   std::string subject = req.subject();
-  return new WatchReactor<v1::WatchEventsResponse>(
+  return new WatchReactor(
       controller_, req.start_revision(), !req.replay_only(),
-      [types, subject](const v1::Event& ev, v1::WatchEventsResponse* out) {
+      [types, subject](const v1::Event& ev, const Controller::EventBytes& wire,
+                       grpc::ByteBuffer* out, size_t* size) {
         if (!types.empty() && !types.count(ev.type())) return false;
         if (!subject.empty() && ev.subject() != subject) return false;
-        *out->mutable_event() = ev;
-        return true;
+        return EncodeWatchEventsResponse(wire, out, size);
       },
-      options_.watch_queue_limit);
+      options_.watch_buffer_bytes);
 }
 
 void FabricServiceImpl::DoListDevices(v1::ListDevicesRequest req,
@@ -466,9 +571,10 @@ void SchedulerServiceImpl::DoListJobs(v1::ListJobsRequest req, Reply<v1::ListJob
 grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerServiceImpl::DoWatchJobs(
     const v1::WatchJobsRequest& req) {
   std::string tenant = req.tenant();
-  return new WatchReactor<v1::WatchJobsResponse>(
+  return new WatchReactor(
       controller_, req.start_revision(), !req.replay_only(),
-      [tenant](const v1::Event& ev, v1::WatchJobsResponse* out) {
+      EncodeMessage<v1::WatchJobsResponse>([tenant](const v1::Event& ev,
+                                                    v1::WatchJobsResponse* out) {
         v1::JobChange change;
         switch (ev.type()) {
           case v1::EVENT_TYPE_JOB_REGISTERED:
@@ -488,8 +594,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerServiceImpl::DoWatchJobs(
         out->set_change(change);
         *out->mutable_job() = ev.job();
         return true;
-      },
-      options_.watch_queue_limit);
+      }),
+      options_.watch_buffer_bytes);
 }
 
 }  // namespace loom::api

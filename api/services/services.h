@@ -3,9 +3,10 @@
 // Handlers run on gRPC threads: they validate what needs no state, post the
 // request to the controller strand and return at once; the controller's
 // callback finishes the RPC. Nothing here blocks. Watch streams are fed by a
-// controller subscription through a bounded queue: a client that falls
-// behind by more than `watch_queue_limit` events is ended with
-// RESOURCE_EXHAUSTED and told which revision to resume from.
+// controller watch through a queue of at most `watch_buffer_bytes`: a client
+// that falls behind is caught up from the event history when it reads again
+// (or, with the controller's kCut policy, ended RESOURCE_EXHAUSTED with the
+// revision to resume from); docs/watch.md has the resume protocol.
 //
 // Every method is registered raw (request and response as bytes): the request
 // is parsed here, so a body that is not a valid message of the method's request
@@ -81,7 +82,9 @@ using SchedulerBase = fs::SchedulerService::WithRawCallbackMethod_RegisterJob<
 }  // namespace internal
 
 struct ServiceOptions {
-  size_t watch_queue_limit = 10'000;
+  // Serialized bytes queued per watch stream (beyond gRPC's own flow-control
+  // window) before the controller stops feeding it live events.
+  size_t watch_buffer_bytes = size_t{1} << 20;
   // ListDevices: every device with its telemetry source and signal states
   // (filled by loomd from the inventory and the collector; any thread, must
   // not block). Unset = UNIMPLEMENTED.

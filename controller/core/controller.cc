@@ -127,6 +127,28 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
                                      "current state; {field=revision}, {field=pending_devices}")
                                .Register(registry)) {
   if (options_.event_retention == 0) options_.event_retention = 1;
+  auto counter = [&registry](const char* name, const char* help) {
+    return &prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
+  };
+  auto gauge = [&registry](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({});
+  };
+  watch_catchups_ = counter("loom_watch_catchups_total",
+                            "Watchers whose send buffer filled and were caught up from the event "
+                            "history instead of being fed live");
+  watch_cuts_ = counter("loom_watch_cuts_total",
+                        "Watchers ended RESOURCE_EXHAUSTED (slow_watcher_policy cut) with a "
+                        "resume revision");
+  watch_compacted_ = counter("loom_watch_compacted_total",
+                             "Watches refused or ended OUT_OF_RANGE because the revision they "
+                             "needed was compacted away");
+  events_compacted_ =
+      counter("loom_events_compacted_total", "Events removed from the store by retention");
+  history_bytes_gauge_ = gauge("loom_event_history_memory_bytes",
+                               "Memory used by the event history kept in memory (the newest "
+                               "events; older ones are read from the store)");
+  retained_events_gauge_ =
+      gauge("loom_event_history_retained", "Events in the store's retained history");
 }
 
 Controller::~Controller() = default;
@@ -165,7 +187,10 @@ Status Controller::Start() {
     CommitAndPublish(m);
   });
   StoredState state;
-  if (Status s = store_.Load(options_.event_retention, &state); !s.ok()) return s;
+  if (Status s = store_.Load(options_.event_retention, &state, options_.event_cache_bytes);
+      !s.ok()) {
+    return s;
+  }
   for (auto& job : state.jobs) {
     std::string id = job.job_id();
     jobs_.emplace(std::move(id), std::move(job));
@@ -177,11 +202,21 @@ Status Controller::Start() {
     }
     drains_[d.link_id] = {d.reason, d.time_ns, d.revision};
   }
-  for (auto& ev : state.events) history_.push_back(std::move(ev));
+  for (auto& ev : state.events) {
+    history_wire_.push_back(std::make_shared<const std::string>(ev.SerializeAsString()));
+    history_sizes_.push_back(ev.SpaceUsedLong() + history_wire_.back()->capacity());
+    history_bytes_ += history_sizes_.back();
+    history_.push_back(std::move(ev));
+  }
+  for (const auto& e : state.event_index) {
+    retained_.push_back(e);
+    retained_bytes_ += e.second;
+  }
   std::sort(state.requests.begin(), state.requests.end(),
             [](const auto& a, const auto& b) { return a.revision < b.revision; });
   for (auto& r : state.requests) {
     request_order_.emplace_back(r.revision, r.request_id);
+    request_bytes_ += r.response_bytes;
     requests_[r.request_id] = std::move(r);
   }
   revision_ = state.last_revision;
@@ -267,17 +302,42 @@ v1::Event Controller::NewEvent(v1::EventType type, const std::string& subject) {
 
 Status Controller::CommitAndPublish(Mutation& m) {
   uint64_t last = m.events.empty() ? revision_ : m.events.back().revision();
-  // Retention: drop what falls out of the window in the same transaction.
-  if (last + 1 > options_.event_retention) {
-    uint64_t keep_from = last + 1 - options_.event_retention;
-    if (!history_.empty() && history_.front().revision() < keep_from) {
-      m.prune_events_before = keep_from;
+  // Retention: compact what falls out of the window (count and bytes) in the
+  // same transaction. Only older events go; the new ones are always kept.
+  std::vector<uint32_t> sizes;
+  sizes.reserve(m.events.size());
+  size_t count = retained_.size(), bytes = retained_bytes_;
+  for (const auto& ev : m.events) {
+    sizes.push_back(static_cast<uint32_t>(ev.ByteSizeLong()));
+    ++count;
+    bytes += sizes.back();
+  }
+  size_t drop = 0;
+  while (drop < retained_.size() &&
+         (count > options_.event_retention || bytes > options_.event_retention_bytes)) {
+    --count;
+    bytes -= retained_[drop].second;
+    ++drop;
+  }
+  if (drop > 0) {
+    if (drop < retained_.size()) {
+      m.prune_events_before = retained_[drop].first;
+    } else {
+      m.prune_events_before = m.events.empty() ? last + 1 : m.events.front().revision();
     }
   }
-  if (!request_order_.empty() &&
-      requests_.size() + m.requests.size() > options_.request_retention) {
-    size_t excess = requests_.size() + m.requests.size() - options_.request_retention;
-    m.prune_requests_before = request_order_[std::min(excess, request_order_.size()) - 1].first + 1;
+  {
+    // Idempotency records: by count and by the bytes of their stored answers.
+    size_t n = requests_.size() + m.requests.size(), b = request_bytes_, i = 0;
+    for (const auto& r : m.requests) b += r.response.size();
+    while (i < request_order_.size() &&
+           (n > options_.request_retention || b > options_.request_retention_bytes)) {
+      auto it = requests_.find(request_order_[i].second);
+      if (it != requests_.end()) b -= it->second.response_bytes;
+      --n;
+      ++i;
+    }
+    if (i > 0) m.prune_requests_before = request_order_[i - 1].first + 1;
   }
   auto t0 = std::chrono::steady_clock::now();
   Status s = store_.Commit(m);
@@ -296,31 +356,92 @@ Status Controller::CommitAndPublish(Mutation& m) {
     desired_dirty_ = true;  // assignments may have changed
   }
   if (m.prune_events_before) {
+    size_t pruned = 0;
+    while (!retained_.empty() && retained_.front().first < m.prune_events_before) {
+      retained_bytes_ -= retained_.front().second;
+      retained_.pop_front();
+      ++pruned;
+    }
+    events_compacted_->Increment(static_cast<double>(pruned));
     while (!history_.empty() && history_.front().revision() < m.prune_events_before) {
+      history_bytes_ -= history_sizes_.front();
+      history_sizes_.pop_front();
+      history_wire_.pop_front();
       history_.pop_front();
     }
+    vacuum_due_ = true;
+  }
+  for (size_t i = 0; i < m.events.size(); ++i) {
+    retained_.emplace_back(m.events[i].revision(), sizes[i]);
+    retained_bytes_ += sizes[i];
   }
   if (m.prune_requests_before) {
     while (!request_order_.empty() && request_order_.front().first < m.prune_requests_before) {
-      requests_.erase(request_order_.front().second);
+      auto it = requests_.find(request_order_.front().second);
+      if (it != requests_.end()) {
+        request_bytes_ -= it->second.response_bytes;
+        requests_.erase(it);
+      }
       request_order_.pop_front();
     }
   }
   for (auto& r : m.requests) {
     request_order_.emplace_back(r.revision, r.request_id);
-    requests_[r.request_id] = r;
+    RequestRecord index = r;  // the answer itself stays in the store
+    index.response_bytes = r.response.size();
+    index.response.clear();
+    index.response.shrink_to_fit();
+    request_bytes_ += index.response_bytes;
+    requests_[r.request_id] = std::move(index);
   }
-  for (const auto& ev : m.events) {
+  for (size_t i = 0; i < m.events.size(); ++i) {
+    const v1::Event& ev = m.events[i];
     history_.push_back(ev);
+    history_wire_.push_back(std::make_shared<const std::string>(ev.SerializeAsString()));
+    const EventBytes wire = history_wire_.back();
+    history_sizes_.push_back(history_.back().SpaceUsedLong() + wire->capacity());
+    history_bytes_ += history_sizes_.back();
     events_family_.Add({{"type", EventTypeLabel(ev.type())}}).Increment();
     for (auto it = subscribers_.begin(); it != subscribers_.end();) {
-      if (!it->second(ev)) {
-        it = subscribers_.erase(it);
-      } else {
-        ++it;
+      Subscriber& sub = it->second;
+      const uint64_t id = it->first;
+      ++it;
+      if (sub.lagging || ev.revision() < sub.next) continue;
+      switch (sub.watcher.offer(ev, wire)) {
+        case Offer::kTaken:
+          sub.next = ev.revision() + 1;
+          break;
+        case Offer::kClosed:
+          subscribers_.erase(id);
+          break;
+        case Offer::kFull:
+          if (options_.slow_watcher_policy == SlowWatcherPolicy::kCut) {
+            watch_cuts_->Increment();
+            WatchEnd end;
+            end.resume_revision = sub.next;
+            EndWatch(id,
+                     {StatusCode::kResourceExhausted,
+                      "watcher too slow: its send buffer is full; resume with start_revision=" +
+                          std::to_string(sub.next)},
+                     end);
+          } else {
+            watch_catchups_->Increment();
+            sub.lagging = true;  // fed from the history once it has room (ResumeWatch)
+          }
+          break;
       }
     }
   }
+  // The memory cache keeps the newest events within its budget (at least one).
+  while (history_.size() > 1 && history_bytes_ > options_.event_cache_bytes) {
+    history_bytes_ -= history_sizes_.front();
+    history_sizes_.pop_front();
+    history_wire_.pop_front();
+    history_.pop_front();
+  }
+  if (m.prune_events_before) EndCompactedWatchers();
+  history_bytes_gauge_->Set(static_cast<double>(history_bytes_));
+  retained_events_gauge_->Set(static_cast<double>(retained_.size()));
   watchers_gauge_.Set(static_cast<double>(subscribers_.size()));
   UpdateGauges();
   return Status::Ok();
@@ -344,7 +465,13 @@ bool Controller::Replay(const std::string& method, const std::string& request_id
                         "\" was already used for a different request (" + it->second.method + ")");
     return true;
   }
-  if (!response->ParseFromString(it->second.response)) {
+  std::string bytes;
+  if (Status s = store_.ReadResponse(request_id, &bytes); !s.ok()) {
+    *status = Unavailable("reading the stored answer for request_id \"" + request_id +
+                          "\": " + s.message());
+    return true;
+  }
+  if (!response->ParseFromString(bytes)) {
     *status = Internal("stored answer for request_id \"" + request_id + "\" is corrupt");
     return true;
   }
@@ -393,12 +520,24 @@ void Controller::SetAssignment(v1::Job* job, const v1::PathAssignment& a, uint64
 }
 
 int Controller::RecomputeInto(Mutation& m, const std::string& cause,
-                              std::map<std::string, v1::Job>* updated) {
+                              std::map<std::string, v1::Job>* updated,
+                              const loom::te::Placement* keep_unless_better,
+                              const std::string& skip) {
   auto t0 = std::chrono::steady_clock::now();
   auto changed = placement_.Recompute(loom::te::PlacementMode::kFull);
   placement_seconds_.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (keep_unless_better && !changed.empty() &&
+      placement_.max_utilization() >= keep_unless_better->max_utilization() - 1e-9) {
+    // An overload re-placement that does not lower the worst link moves jobs
+    // for nothing (and, on a fabric that cannot fit its jobs, would reshuffle
+    // them at every batch): keep the placement as it was.
+    placement_ = *keep_unless_better;
+    return 0;
+  }
   for (const auto& [id, a] : changed) {
+    // `skip` (the job being registered or updated) is reported by its own event.
+    if (id == skip) continue;
     auto it = jobs_.find(id);
     if (it == jobs_.end()) continue;
     v1::Job job = it->second;
@@ -436,10 +575,7 @@ std::optional<loom::te::Placement> Controller::RecomputeIfOverloaded(
       m,
       "placing job " + job_id + " around the others left links predicted at " +
           std::to_string(std::lround(before->max_utilization() * 100)) + "% of capacity",
-      updated);
-  // The job itself is reported by its own event.
-  std::erase_if(m.events, [&](const v1::Event& e) { return e.subject() == job_id; });
-  std::erase_if(m.put_jobs, [&](const v1::Job& j) { return j.job_id() == job_id; });
+      updated, &*before, job_id);
   PaceOverloadRecompute(wall);
   if (moved == 0) return std::nullopt;  // nothing changed: no rollback needed
   LOG_INFO("full recompute after an overloaded incremental placement")
@@ -715,6 +851,7 @@ void Controller::ListJobs(v1::ListJobsRequest req, Done<v1::ListJobsResponse> do
       return done(InvalidArgument("page_size: must not be negative"), {});
     }
     v1::ListJobsResponse resp;
+    resp.set_revision(revision_);
     auto it = req.page_token().empty() ? jobs_.begin() : jobs_.upper_bound(req.page_token());
     for (; it != jobs_.end(); ++it) {
       if (!req.tenant().empty() && it->second.tenant() != req.tenant()) continue;
@@ -938,27 +1075,210 @@ void Controller::UndrainLink(v1::UndrainLinkRequest req, Done<v1::UndrainLinkRes
 
 void Controller::Subscribe(uint64_t start_revision, bool follow, EventSink sink,
                            Done<uint64_t> done) {
-  Post([this, start_revision, follow, sink = std::move(sink), done = std::move(done)]() mutable {
-    if (start_revision > 0) {
-      uint64_t oldest = history_.empty() ? revision_ + 1 : history_.front().revision();
-      if (start_revision < oldest) {
-        return done(
-            OutOfRange("start_revision: " + std::to_string(start_revision) +
-                       " is older than the retained history (oldest is " + std::to_string(oldest) +
-                       "); start from " + std::to_string(oldest) + " or 0"),
-            0);
-      }
-      for (const auto& ev : history_) {
-        if (ev.revision() < start_revision) continue;
-        if (!sink(ev)) return done(Status::Ok(), 0);
-      }
-    }
-    if (!follow) return done(Status::Ok(), 0);
-    uint64_t id = next_subscriber_++;
-    subscribers_.emplace(id, std::move(sink));
-    watchers_gauge_.Set(static_cast<double>(subscribers_.size()));
-    done(Status::Ok(), id);
+  // An in-process sink never runs out of room: its replay runs in one go on
+  // the strand, so `done` comes after it.
+  auto answered = std::make_shared<bool>(false);
+  Watcher w;
+  w.offer = [sink = std::move(sink)](const v1::Event& ev, const EventBytes&) {
+    return sink(ev) ? Offer::kTaken : Offer::kClosed;
+  };
+  w.end = [done, answered](const Status& s, const WatchEnd&) {
+    if (*answered) return;
+    *answered = true;
+    done(s, 0);
+  };
+  const uint64_t id = next_subscriber_++;
+  Post([this, id, start_revision, follow, w = std::move(w), done, answered]() mutable {
+    StartWatch(id, start_revision, follow, /*unbounded=*/true, std::move(w));
+    if (*answered) return;
+    *answered = true;
+    // Still subscribed: following (or the sink ended it during the replay).
+    done(Status::Ok(), subscribers_.count(id) ? id : 0);
   });
+}
+
+uint64_t Controller::Watch(uint64_t start_revision, bool follow, Watcher watcher) {
+  const uint64_t id = next_subscriber_++;
+  Post([this, id, start_revision, follow, w = std::move(watcher)]() mutable {
+    StartWatch(id, start_revision, follow, /*unbounded=*/false, std::move(w));
+  });
+  return id;
+}
+
+void Controller::StartWatch(uint64_t id, uint64_t start_revision, bool follow, bool unbounded,
+                            Watcher watcher) {
+  WatchEnd end;
+  end.current_revision = revision_;
+  if (start_revision > revision_ + 1) {
+    watcher.end(OutOfRange("start_revision: " + std::to_string(start_revision) +
+                           " is ahead of the event log (newest revision is " +
+                           std::to_string(revision_) +
+                           "); the log was replaced or this is another Loom: list again and "
+                           "watch from the listing's revision + 1"),
+                end);
+    return;
+  }
+  const uint64_t oldest = OldestRetained();
+  if (start_revision > 0 && start_revision < oldest) {
+    watch_compacted_->Increment();
+    end.compacted_revision = oldest - 1;
+    watcher.end(OutOfRange("start_revision: " + std::to_string(start_revision) +
+                           " is older than the retained history (revisions up to " +
+                           std::to_string(oldest - 1) +
+                           " were compacted away); list again and watch from the listing's "
+                           "revision + 1, or start from " +
+                           std::to_string(oldest) + " or 0"),
+                end);
+    return;
+  }
+  Subscriber sub;
+  sub.watcher = std::move(watcher);
+  sub.follow = follow;
+  sub.unbounded = unbounded;
+  sub.replay_end = revision_;
+  if (start_revision == 0) {
+    sub.next = revision_ + 1;
+  } else {
+    sub.next = start_revision;
+    sub.lagging = true;
+  }
+  if (!follow && (start_revision == 0 || start_revision > revision_)) {
+    sub.watcher.end(Status::Ok(), end);  // nothing to replay
+    return;
+  }
+  subscribers_.emplace(id, std::move(sub));
+  watchers_gauge_.Set(static_cast<double>(subscribers_.size()));
+  if (subscribers_[id].lagging) Fill(id);
+}
+
+void Controller::ResumeWatch(uint64_t id) {
+  Post([this, id]() {
+    auto it = subscribers_.find(id);
+    if (it != subscribers_.end() && it->second.lagging && !it->second.fill_posted) Fill(id);
+  });
+}
+
+void Controller::EndWatch(uint64_t id, const Status& status, const WatchEnd& end) {
+  auto it = subscribers_.find(id);
+  if (it == subscribers_.end()) return;
+  Watcher w = std::move(it->second.watcher);
+  subscribers_.erase(it);
+  watchers_gauge_.Set(static_cast<double>(subscribers_.size()));
+  WatchEnd e = end;
+  e.current_revision = revision_;
+  w.end(status, e);
+}
+
+void Controller::EndCompactedWatchers() {
+  const uint64_t oldest = OldestRetained();
+  std::vector<uint64_t> gone;
+  for (const auto& [id, sub] : subscribers_) {
+    if (sub.lagging && sub.next < oldest) gone.push_back(id);
+  }
+  for (uint64_t id : gone) {
+    watch_compacted_->Increment();
+    WatchEnd end;
+    end.compacted_revision = oldest - 1;
+    EndWatch(id,
+             OutOfRange("watcher fell behind the retained history: revisions up to " +
+                        std::to_string(oldest - 1) +
+                        " were compacted away before it read them; list again and watch from "
+                        "the listing's revision + 1"),
+             end);
+  }
+}
+
+void Controller::Fill(uint64_t id) {
+  // Work per strand turn for a bounded watcher: the strand also serves writes.
+  constexpr size_t kTurnEvents = 64;
+  constexpr size_t kTurnBytes = size_t{512} << 10;
+  constexpr size_t kStorePageBytes = size_t{1} << 20;
+  size_t sent = 0, sent_bytes = 0;
+  std::vector<v1::Event> page;  // read from the store
+  std::vector<EventBytes> page_wire;
+  size_t page_pos = 0;
+  while (true) {
+    auto it = subscribers_.find(id);
+    if (it == subscribers_.end()) return;
+    Subscriber& sub = it->second;
+    sub.fill_posted = false;
+    if (!sub.lagging) return;
+    if (!sub.follow && sub.next > sub.replay_end) {
+      EndWatch(id, Status::Ok(), {});
+      return;
+    }
+    if (sub.next > revision_) {
+      sub.lagging = false;  // caught up: live from the next event on
+      return;
+    }
+    if (sub.next < OldestRetained()) {
+      EndCompactedWatchers();
+      return;
+    }
+    if (!sub.unbounded && (sent >= kTurnEvents || sent_bytes >= kTurnBytes)) {
+      sub.fill_posted = true;
+      Post([this, id]() { Fill(id); });
+      return;
+    }
+    const v1::Event* ev = nullptr;
+    EventBytes wire;
+    if (!history_.empty() && sub.next >= history_.front().revision()) {
+      // Revisions increase; a gap (a revision never committed) is skipped.
+      auto at = std::lower_bound(
+          history_.begin(), history_.end(), sub.next,
+          [](const v1::Event& e, uint64_t r) { return e.revision() < r; });
+      if (at == history_.end()) {
+        sub.next = revision_ + 1;
+        continue;
+      }
+      const size_t i = static_cast<size_t>(at - history_.begin());
+      ev = &history_[i];
+      wire = history_wire_[i];
+    } else {
+      if (page_pos >= page.size() || page[page_pos].revision() < sub.next) {
+        page.clear();
+        page_wire.clear();
+        page_pos = 0;
+        const uint64_t to = history_.empty() ? revision_ : history_.front().revision() - 1;
+        Status s = store_.ReadEvents(sub.next, to, kStorePageBytes, &page);
+        if (s.ok() && page.empty() && !history_.empty()) {
+          sub.next = history_.front().revision();  // a gap up to the memory cache
+          continue;
+        }
+        if (!s.ok() || page.empty()) {
+          LOG_ERROR("watch catch-up could not read the event log")
+              .With("revision", std::to_string(sub.next))
+              .With("error", s.ok() ? "event missing" : s.message());
+          EndWatch(id, Unavailable("reading the event log at revision " +
+                                   std::to_string(sub.next) + " failed; resume with "
+                                   "start_revision=" + std::to_string(sub.next)),
+                   {sub.next, 0, 0});
+          return;
+        }
+      }
+      ev = &page[page_pos];
+      if (page_wire.size() != page.size()) page_wire.assign(page.size(), nullptr);
+      if (!page_wire[page_pos]) {
+        page_wire[page_pos] = std::make_shared<const std::string>(ev->SerializeAsString());
+      }
+      wire = page_wire[page_pos];
+    }
+    const size_t ev_bytes = wire->size();
+    switch (sub.watcher.offer(*ev, wire)) {
+      case Offer::kTaken:
+        sub.next = ev->revision() + 1;
+        if (page_pos < page.size() && ev == &page[page_pos]) ++page_pos;
+        ++sent;
+        sent_bytes += ev_bytes;
+        break;
+      case Offer::kFull:
+        return;  // ResumeWatch when it has room
+      case Offer::kClosed:
+        subscribers_.erase(id);
+        watchers_gauge_.Set(static_cast<double>(subscribers_.size()));
+        return;
+    }
+  }
 }
 
 void Controller::Unsubscribe(uint64_t id) {
@@ -1412,7 +1732,21 @@ void Controller::Tick() {
     PushDesired();
     ReleaseToReconciler(gate_.Tick());
     reconciler_.Tick();
+    if (vacuum_due_) VacuumSome();
   });
+}
+
+void Controller::VacuumSome() {
+  if (options_.vacuum_pages_per_tick <= 0) {
+    vacuum_due_ = false;
+    return;
+  }
+  int64_t left = 0;
+  if (Status s = store_.Vacuum(options_.vacuum_pages_per_tick, &left); !s.ok()) {
+    LOG_WARN("incremental vacuum failed; retrying at the next tick").With("error", s.message());
+    return;
+  }
+  vacuum_due_ = left > 0;
 }
 
 bool Controller::OverloadRecomputeDue(TimeNs now) const {
@@ -1453,7 +1787,7 @@ void Controller::RunDeferredOverloadRecompute() {
           " registration(s) or update(s) placed incrementally on an overloaded fabric left "
           "links predicted at " +
           std::to_string(std::lround(before * 100)) + "% of capacity",
-      &updated);
+      &updated, &saved);
   if (moved == 0) return;
   if (CommitAndPublish(m).ok()) {
     for (auto& [id, job] : updated) jobs_[id] = job;

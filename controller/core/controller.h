@@ -18,6 +18,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -47,11 +48,35 @@
 
 namespace loom::controller {
 
+// What happens to a watcher whose send buffer is full (see Controller::Watch).
+enum class SlowWatcherPolicy {
+  // It stops being fed live events and is caught up from the event history
+  // (memory, then the store) as its buffer drains; ended with OUT_OF_RANGE
+  // only when the history it needs is compacted away.
+  kCatchUp,
+  // It is ended with RESOURCE_EXHAUSTED carrying the revision to resume from.
+  kCut,
+};
+
 struct ControllerOptions {
-  // Events kept in memory (and in the store) for replay.
+  // The retained event history (the store's event log, for replay and watch
+  // resume): at most this many events and this many bytes; older events are
+  // compacted away in the commit that goes over.
   size_t event_retention = 100'000;
-  // Idempotency records kept (by revision age).
+  size_t event_retention_bytes = size_t{256} << 20;
+  // The newest part of that history kept in memory, in bytes of memory used
+  // (not serialized size); older events are read from the store when a
+  // watcher needs them.
+  size_t event_cache_bytes = size_t{32} << 20;
+  SlowWatcherPolicy slow_watcher_policy = SlowWatcherPolicy::kCatchUp;
+  // Free database pages given back per Tick (incremental vacuum) after
+  // compaction; 0 = never.
+  int vacuum_pages_per_tick = 512;
+  // Idempotency records kept (oldest dropped first): at most this many, and
+  // at most this many bytes of stored answers (answers live in the store;
+  // memory holds an index of about 100 bytes per record).
   size_t request_retention = 100'000;
+  size_t request_retention_bytes = size_t{128} << 20;
   // TELB placement parameters.
   loom::te::PlacementParams placement;
   ReconcilerOptions reconciler;
@@ -103,6 +128,29 @@ class Controller {
   // Receives each event at or after the subscription's start revision, on
   // the strand. Returns false to end the subscription.
   using EventSink = std::function<bool(const loom::v1::Event&)>;
+
+  // A watcher with a bounded buffer (watch streams). Both run on the strand.
+  enum class Offer {
+    kTaken,   // delivered (or filtered out)
+    kFull,    // not taken: no room; offer again after ResumeWatch(id)
+    kClosed,  // the watcher is gone
+  };
+  struct WatchEnd {
+    uint64_t resume_revision = 0;     // RESOURCE_EXHAUSTED: resume from here
+    uint64_t compacted_revision = 0;  // OUT_OF_RANGE: newest revision compacted away
+    uint64_t current_revision = 0;    // the controller's revision when it ended
+  };
+  // An event's serialized bytes, made once and shared by every watcher.
+  using EventBytes = std::shared_ptr<const std::string>;
+  struct Watcher {
+    std::function<Offer(const loom::v1::Event&, const EventBytes&)> offer;
+    // Called once when the controller ends the watch: OK after a replay-only
+    // watch's last event; OUT_OF_RANGE (start or position compacted away, or
+    // a start revision ahead of the log); RESOURCE_EXHAUSTED (kCut policy);
+    // UNAVAILABLE (the store could not be read). Not called after
+    // Unsubscribe() or an offer answered kClosed.
+    std::function<void(const Status&, const WatchEnd&)> end;
+  };
 
   Controller(boost::asio::io_context& io, const Clock& clock, Store& store,
              std::shared_ptr<const loom::topology::TopologyIndex> topo,
@@ -169,6 +217,17 @@ class Controller {
   void Subscribe(uint64_t start_revision, bool follow, EventSink sink, Done<uint64_t> done);
   void Unsubscribe(uint64_t id);
 
+  // Starts a watch: events from `start_revision` (0: only new ones), in
+  // revision order, each exactly once, then live ones while `follow`. A
+  // watcher that answers kFull is no longer fed live events; after
+  // ResumeWatch(id) it is caught up from the history in memory and then the
+  // store (bounded work per strand turn) and rejoins the live feed when it
+  // reaches the newest revision (kCatchUp), or it is ended with
+  // RESOURCE_EXHAUSTED (kCut, live events only; a replay waits). Returns the
+  // watch id at once (for ResumeWatch/Unsubscribe); refusals go to `end`.
+  uint64_t Watch(uint64_t start_revision, bool follow, Watcher watcher);
+  void ResumeWatch(uint64_t id);
+
   // Validates, persists (as a new version) and applies a TELB policy set:
   // every job is re-evaluated. INVALID_ARGUMENT with the findings when the
   // set has errors. Installing the current set again is a no-op.
@@ -226,8 +285,13 @@ class Controller {
                      const google::protobuf::Timestamp& time) const;
   // Full recompute after a change of topology, drains or policy; adds the
   // changed jobs and their JOB_UPDATED events to `m`. Returns jobs moved.
+  // With `keep_unless_better`: when the recompute does not lower the predicted
+  // maximum utilization below that placement's, it is restored and nothing
+  // moves. `skip` is left out of the events (its caller reports it).
   int RecomputeInto(Mutation& m, const std::string& cause,
-                    std::map<std::string, loom::v1::Job>* updated);
+                    std::map<std::string, loom::v1::Job>* updated,
+                    const loom::te::Placement* keep_unless_better = nullptr,
+                    const std::string& skip = "");
   // After an incremental placement of `job_id` that leaves links over
   // capacity: a full recompute, its other moved jobs' events in `m` and
   // their new specs in `updated`. Returns the placement before it (to roll
@@ -255,11 +319,50 @@ class Controller {
   uint64_t next_revision_ = 0;  // revision handed out to the mutation in progress
   std::map<std::string, loom::v1::Job> jobs_;
   std::map<std::string, LinkDrain> drains_;
+  // The newest events (at most event_cache_bytes of them; contiguous).
   std::deque<loom::v1::Event> history_;
+  std::deque<size_t> history_sizes_;  // memory each uses (SpaceUsedLong + bytes)
+  std::deque<EventBytes> history_wire_;  // each one's serialized bytes
+  size_t history_bytes_ = 0;
+  // Every event in the store: (revision, serialized bytes), oldest first.
+  std::deque<std::pair<uint64_t, uint32_t>> retained_;
+  size_t retained_bytes_ = 0;
+  // The oldest revision a watch can start from.
+  uint64_t OldestRetained() const {
+    return retained_.empty() ? revision_ + 1 : retained_.front().first;
+  }
+  // Compaction left free pages to give back (Tick).
+  bool vacuum_due_ = false;
+  void VacuumSome();
   std::unordered_map<std::string, RequestRecord> requests_;
   std::deque<std::pair<uint64_t, std::string>> request_order_;  // (revision, id)
-  std::map<uint64_t, EventSink> subscribers_;
-  uint64_t next_subscriber_ = 1;
+  size_t request_bytes_ = 0;  // stored answers' bytes of the records in requests_
+  struct Subscriber {
+    Watcher watcher;
+    uint64_t next = 0;        // the next revision it needs
+    bool lagging = false;     // fed by Fill() from the history, not live
+    bool follow = true;
+    uint64_t replay_end = 0;  // !follow: the last revision to deliver
+    bool unbounded = false;   // in-process sink: replayed in one go
+    bool fill_posted = false;
+  };
+  std::map<uint64_t, Subscriber> subscribers_;
+  std::atomic<uint64_t> next_subscriber_{1};
+  // Adds a watch (on the strand) and starts its replay.
+  void StartWatch(uint64_t id, uint64_t start_revision, bool follow, bool unbounded,
+                  Watcher watcher);
+  // Feeds a lagging watcher from the history until it is full, caught up
+  // or out of its budget for this strand turn (then it posts itself again).
+  void Fill(uint64_t id);
+  void EndWatch(uint64_t id, const Status& status, const WatchEnd& end);
+  // Ends lagging watchers whose position was compacted away.
+  void EndCompactedWatchers();
+  prometheus::Counter* watch_catchups_ = nullptr;
+  prometheus::Counter* watch_cuts_ = nullptr;
+  prometheus::Counter* watch_compacted_ = nullptr;
+  prometheus::Counter* events_compacted_ = nullptr;
+  prometheus::Gauge* history_bytes_gauge_ = nullptr;
+  prometheus::Gauge* retained_events_gauge_ = nullptr;
   loom::te::Placement placement_;
   AdaptiveEngine adaptive_;
   // NIC prefixes (198.18.0.0/15 plan) for colored routes and renderers.

@@ -13,6 +13,7 @@
 #include "common/file.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/text.h"
 
 namespace loom::loomd {
 
@@ -31,7 +32,8 @@ Flags (override the config file):
   --log-level LEVEL        debug, info, warn, error (default info)
   --log-format FORMAT      text or json (default text)
   --ready-file FILE        write {"grpc_port":N,"metrics_port":N} here once serving
-  --event-retention N      events kept for replay (default 100000)
+  --event-retention N      events kept for replay and watch resume (default 100000;
+                           see docs/watch.md for the byte and memory bounds)
   --telemetry-address HOST:PORT
                            one gNMI server serving every switch of the topology
                            (e.g. a running loom-fabric); real switches go in the
@@ -86,6 +88,11 @@ namespace {
 // the file (0 = default where the proto says so). Finer checks follow.
 const std::vector<loom::proto_util::NumberRange> kConfigRanges = {
     {"loom.v1.LoomdConfig.event_retention", 0, 100'000'000},
+    {"loom.v1.LoomdConfig.event_retention_mib", 0, 1'048'576},
+    {"loom.v1.LoomdConfig.event_cache_mib", 0, 65'536},
+    {"loom.v1.LoomdConfig.watch_buffer_kib", 0, 1'048'576},
+    {"loom.v1.LoomdConfig.request_retention", 0, 100'000'000},
+    {"loom.v1.LoomdConfig.request_retention_mib", 0, 1'048'576},
     {"loom.v1.LoomdConfig.telemetry_interval_ms", 0, 60'000},
     {"loom.v1.LoomdConfig.telemetry_stale_intervals", 0, 1000},
     {"loom.v1.ChangeSafetyConfig.canary_count", 0, 100'000},
@@ -232,6 +239,17 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
   if (config->log_level().empty()) config->set_log_level("info");
   if (config->log_format().empty()) config->set_log_format("text");
   if (config->event_retention() == 0) config->set_event_retention(100'000);
+  if (config->event_retention_mib() == 0) config->set_event_retention_mib(256);
+  if (config->event_cache_mib() == 0) config->set_event_cache_mib(32);
+  if (config->watch_buffer_kib() == 0) config->set_watch_buffer_kib(1024);
+  if (config->request_retention() == 0) config->set_request_retention(100'000);
+  if (config->request_retention_mib() == 0) config->set_request_retention_mib(128);
+  if (config->slow_watcher_policy().empty()) config->set_slow_watcher_policy("catch-up");
+  if (config->slow_watcher_policy() != "catch-up" && config->slow_watcher_policy() != "cut") {
+    *error = "slow_watcher_policy: " + QuoteInput(config->slow_watcher_policy()) +
+             " is not one of \"catch-up\", \"cut\"";
+    return ConfigResult::kError;
+  }
 
   if (config->topology_path().empty() && config->emulate_scenario().empty()) {
     *error =

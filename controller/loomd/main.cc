@@ -218,6 +218,13 @@ int main(int argc, char** argv) {
   boost::asio::io_context io;
   loom::controller::ControllerOptions copts;
   copts.event_retention = config.event_retention();
+  copts.event_retention_bytes = size_t{config.event_retention_mib()} << 20;
+  copts.event_cache_bytes = size_t{config.event_cache_mib()} << 20;
+  copts.request_retention = config.request_retention();
+  copts.request_retention_bytes = size_t{config.request_retention_mib()} << 20;
+  copts.slow_watcher_policy = config.slow_watcher_policy() == "cut"
+                                  ? loom::controller::SlowWatcherPolicy::kCut
+                                  : loom::controller::SlowWatcherPolicy::kCatchUp;
   if (std::string e = loom::loomd::AdaptiveOptionsFromConfig(config, &copts.adaptive); !e.empty()) {
     std::cerr << "loomd: " << e << "\n";
     return 2;
@@ -795,7 +802,7 @@ int main(int argc, char** argv) {
   int metrics_port = exposer->GetListeningPorts().empty() ? 0 : exposer->GetListeningPorts()[0];
 
   loom::api::ServiceOptions sopts;
-  sopts.watch_queue_limit = config.event_retention() + 10'000;
+  sopts.watch_buffer_bytes = size_t{config.watch_buffer_kib()} << 10;
   // Previews (`loomctl render DEVICE --adapter sonic`) use the inventory's
   // next hops: each BGP session's `via` -> `next_hop` is the address the
   // device forwards to.

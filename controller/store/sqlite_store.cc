@@ -1,5 +1,7 @@
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 
 #include "controller/store/store.h"
@@ -103,6 +105,10 @@ std::unique_ptr<SqliteStore> SqliteStore::Open(const std::string& path, Status* 
     return nullptr;
   }
   sqlite3_busy_timeout(impl->db, 5000);
+  // Before the first table exists this makes a new database incremental-vacuum
+  // capable; an older database is converted below. (A non-database file
+  // ignores it and fails at journal_mode.)
+  sqlite3_exec(impl->db, "PRAGMA auto_vacuum=INCREMENTAL", nullptr, nullptr, nullptr);
   // journal_mode returns a row; a non-database file fails here.
   {
     Stmt s(impl->db, "PRAGMA journal_mode=WAL");
@@ -183,11 +189,26 @@ std::unique_ptr<SqliteStore> SqliteStore::Open(const std::string& path, Status* 
     }
     ++version;
   }
+  {
+    // A database made before auto_vacuum was set keeps mode NONE until a full
+    // VACUUM rewrites it: done once, here (its size is the retained history).
+    int64_t mode = 2;
+    {
+      Stmt s(impl->db, "PRAGMA auto_vacuum");
+      if (s.ok() && s.Step() == SQLITE_ROW) mode = s.ColInt(0);
+    }
+    if (mode != 2) {
+      if (Status v = impl->Exec("PRAGMA auto_vacuum=INCREMENTAL; VACUUM;"); !v.ok()) {
+        *status = Internal("converting the database to incremental vacuum: " + v.message());
+        return nullptr;
+      }
+    }
+  }
   *status = Status::Ok();
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(impl), version));
 }
 
-Status SqliteStore::Load(size_t max_events, StoredState* out) {
+Status SqliteStore::Load(size_t max_events, StoredState* out, size_t max_event_bytes) {
   *out = StoredState{};
   sqlite3* db = impl_->db;
   {
@@ -208,16 +229,34 @@ Status SqliteStore::Load(size_t max_events, StoredState* out) {
     }
   }
   {
-    Stmt s(db,
-           "SELECT body FROM (SELECT revision, body FROM events ORDER BY revision DESC LIMIT ?)"
-           " ORDER BY revision");
-    s.Int(1, static_cast<int64_t>(max_events));
+    // The index of the whole retained history (length() of a blob is read
+    // from the record header, not the body).
+    Stmt s(db, "SELECT revision, length(body) FROM events ORDER BY revision");
     while (s.Step() == SQLITE_ROW) {
-      loom::v1::Event ev;
-      if (!ev.ParseFromString(s.ColBlob(0))) {
-        return {StatusCode::kDataLoss, impl_->path + ": an event is corrupt"};
+      out->event_index.emplace_back(static_cast<uint64_t>(s.ColInt(0)),
+                                    static_cast<uint32_t>(s.ColInt(1)));
+    }
+  }
+  {
+    // Bodies of the newest events, within the count and byte budgets.
+    size_t count = 0, bytes = 0;
+    uint64_t first = 0;
+    for (auto it = out->event_index.rbegin(); it != out->event_index.rend(); ++it) {
+      if (count > 0 && (count >= max_events || bytes + it->second > max_event_bytes)) break;
+      ++count;
+      bytes += it->second;
+      first = it->first;
+    }
+    if (count > 0) {
+      Stmt s(db, "SELECT body FROM events WHERE revision >= ? ORDER BY revision");
+      s.Int(1, static_cast<int64_t>(first));
+      while (s.Step() == SQLITE_ROW) {
+        loom::v1::Event ev;
+        if (!ev.ParseFromString(s.ColBlob(0))) {
+          return {StatusCode::kDataLoss, impl_->path + ": an event is corrupt"};
+        }
+        out->events.push_back(std::move(ev));
       }
-      out->events.push_back(std::move(ev));
     }
   }
   {
@@ -250,14 +289,20 @@ Status SqliteStore::Load(size_t max_events, StoredState* out) {
     }
   }
   if (schema_version_ >= 2) {
-    Stmt s(db, schema_version_ >= 5 ? "SELECT request_id, method, request_hash, response, "
+    // Answers stay in the database (ReadResponse); only their sizes are read.
+    Stmt s(db, schema_version_ >= 5 ? "SELECT request_id, method, request_hash, length(response), "
                                       "revision, hash_scheme FROM requests"
-                                    : "SELECT request_id, method, request_hash, response, "
+                                    : "SELECT request_id, method, request_hash, length(response), "
                                       "revision, 0 FROM requests");
     while (s.Step() == SQLITE_ROW) {
-      out->requests.push_back({s.ColText(0), s.ColText(1), static_cast<uint64_t>(s.ColInt(2)),
-                               s.ColBlob(3), static_cast<uint64_t>(s.ColInt(4)),
-                               static_cast<int>(s.ColInt(5))});
+      RequestRecord r{s.ColText(0),
+                      s.ColText(1),
+                      static_cast<uint64_t>(s.ColInt(2)),
+                      std::string(),
+                      static_cast<uint64_t>(s.ColInt(4)),
+                      static_cast<int>(s.ColInt(5))};
+      r.response_bytes = static_cast<uint64_t>(s.ColInt(3));
+      out->requests.push_back(std::move(r));
     }
   }
   return Status::Ok();
@@ -380,6 +425,52 @@ Status SqliteStore::Commit(const Mutation& m) {
   if (sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
     return fail("commit");
   }
+  return Status::Ok();
+}
+
+Status SqliteStore::ReadEvents(uint64_t from, uint64_t to, size_t max_bytes,
+                               std::vector<loom::v1::Event>* out) {
+  Stmt s(impl_->db, "SELECT revision, body FROM events WHERE revision >= ? AND revision <= ?"
+                    " ORDER BY revision");
+  if (!s.ok()) return impl_->Err("reading events");
+  s.Int(1, static_cast<int64_t>(from));
+  s.Int(2, static_cast<int64_t>(std::min<uint64_t>(to, INT64_MAX)));
+  size_t bytes = 0;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    std::string body = s.ColBlob(1);
+    loom::v1::Event ev;
+    if (!ev.ParseFromString(body)) {
+      return {StatusCode::kDataLoss,
+              impl_->path + ": event " + std::to_string(s.ColInt(0)) + " is corrupt"};
+    }
+    bytes += body.size();
+    out->push_back(std::move(ev));
+    if (bytes >= max_bytes) return Status::Ok();
+  }
+  if (rc != SQLITE_DONE) return impl_->Err("reading events");
+  return Status::Ok();
+}
+
+Status SqliteStore::ReadResponse(const std::string& request_id, std::string* out) {
+  Stmt s(impl_->db, "SELECT response FROM requests WHERE request_id = ?");
+  if (!s.ok()) return impl_->Err("reading a stored answer");
+  s.Text(1, request_id);
+  const int rc = s.Step();
+  if (rc == SQLITE_ROW) {
+    *out = s.ColBlob(0);
+    return Status::Ok();
+  }
+  if (rc == SQLITE_DONE) return NotFound("no stored answer for this request id");
+  return impl_->Err("reading a stored answer");
+}
+
+Status SqliteStore::Vacuum(int max_pages, int64_t* free_pages) {
+  *free_pages = 0;
+  const std::string sql = "PRAGMA incremental_vacuum(" + std::to_string(max_pages) + ")";
+  if (Status s = impl_->Exec(sql.c_str()); !s.ok()) return s;
+  Stmt s(impl_->db, "PRAGMA freelist_count");
+  if (s.ok() && s.Step() == SQLITE_ROW) *free_pages = s.ColInt(0);
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -37,15 +38,21 @@ struct RequestRecord {
   // loom::proto::CanonicalFingerprint of the request, made by fingerprint scheme
   // `hash_scheme` (0: records of earlier versions, hashed from serialized bytes).
   uint64_t request_hash = 0;
-  std::string response;  // serialized response message
+  std::string response;  // serialized response message (empty as loaded: see response_bytes)
   uint64_t revision = 0;
   int hash_scheme = 0;
+  // Size of `response`; Load() fills this and leaves `response` in the store
+  // (ReadResponse reads it when a retry needs it).
+  uint64_t response_bytes = 0;
 };
 
 struct StoredState {
   std::vector<loom::v1::Job> jobs;
   std::vector<DrainRecord> drains;
   std::vector<loom::v1::Event> events;  // oldest first
+  // Every stored event's revision and serialized size, oldest first (the
+  // retained history; `events` holds the bodies of its newest part).
+  std::vector<std::pair<uint64_t, uint32_t>> event_index;
   std::vector<RequestRecord> requests;
   uint64_t last_revision = 0;
   // The newest policy set version, when one was ever installed.
@@ -81,14 +88,31 @@ struct Mutation {
 class Store {
  public:
   virtual ~Store() = default;
-  // Reads everything back; at most `max_events` newest events.
-  virtual Status Load(size_t max_events, StoredState* out) = 0;
+  // Reads everything back; the bodies of at most `max_events` newest events
+  // and at most `max_event_bytes` of them (the newest one always).
+  virtual Status Load(size_t max_events, StoredState* out,
+                      size_t max_event_bytes = static_cast<size_t>(-1)) = 0;
   // Applies the mutation atomically and durably, or not at all.
   virtual Status Commit(const Mutation& m) = 0;
+  // The stored answer of a request id (NOT_FOUND when it has none).
+  virtual Status ReadResponse(const std::string& request_id, std::string* out) = 0;
+  // Appends to `out` the stored events with revisions in [from, to], oldest
+  // first, stopping once `max_bytes` of bodies were read (at least one event).
+  virtual Status ReadEvents(uint64_t from, uint64_t to, size_t max_bytes,
+                            std::vector<loom::v1::Event>* out) = 0;
+  // Gives up to `max_pages` free pages back to the file system (incremental
+  // vacuum); `free_pages` gets the free pages left. A no-op where the store
+  // has none.
+  virtual Status Vacuum(int /*max_pages*/, int64_t* free_pages) {
+    *free_pages = 0;
+    return Status::Ok();
+  }
 };
 
 // SQLite implementation: WAL mode, synchronous=FULL, a schema_version table
-// and forward-only migrations applied in one transaction each on open.
+// and forward-only migrations applied in one transaction each on open;
+// auto_vacuum=INCREMENTAL (a database made before it is converted once, by a
+// VACUUM at open), so pruned pages go back to the file system through Vacuum().
 class SqliteStore final : public Store {
  public:
   static constexpr int kLatestSchemaVersion = 5;
@@ -101,8 +125,13 @@ class SqliteStore final : public Store {
                                            int target_version = kLatestSchemaVersion);
   ~SqliteStore() override;
 
-  Status Load(size_t max_events, StoredState* out) override;
+  Status Load(size_t max_events, StoredState* out,
+              size_t max_event_bytes = static_cast<size_t>(-1)) override;
   Status Commit(const Mutation& m) override;
+  Status ReadEvents(uint64_t from, uint64_t to, size_t max_bytes,
+                    std::vector<loom::v1::Event>* out) override;
+  Status ReadResponse(const std::string& request_id, std::string* out) override;
+  Status Vacuum(int max_pages, int64_t* free_pages) override;
   int schema_version() const { return schema_version_; }
 
  private:

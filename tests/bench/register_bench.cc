@@ -45,12 +45,23 @@ namespace {
 class CountingStore final : public loom::controller::Store {
  public:
   explicit CountingStore(loom::controller::Store& inner) : inner_(inner) {}
-  loom::Status Load(size_t max_events, loom::controller::StoredState* out) override {
-    return inner_.Load(max_events, out);
+  loom::Status Load(size_t max_events, loom::controller::StoredState* out,
+                    size_t max_event_bytes) override {
+    return inner_.Load(max_events, out, max_event_bytes);
   }
   loom::Status Commit(const loom::controller::Mutation& m) override {
     ++commits;
     return inner_.Commit(m);
+  }
+  loom::Status ReadResponse(const std::string& request_id, std::string* out) override {
+    return inner_.ReadResponse(request_id, out);
+  }
+  loom::Status ReadEvents(uint64_t from, uint64_t to, size_t max_bytes,
+                          std::vector<v1::Event>* out) override {
+    return inner_.ReadEvents(from, to, max_bytes, out);
+  }
+  loom::Status Vacuum(int max_pages, int64_t* free_pages) override {
+    return inner_.Vacuum(max_pages, free_pages);
   }
   std::atomic<uint64_t> commits{0};
 

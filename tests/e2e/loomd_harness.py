@@ -18,8 +18,9 @@ def generate_messages(proto_dir):
     subprocess.check_call(["protoc", "-I", proto_dir, "--python_out", out] + protos)
     sys.path.insert(0, out)
     from loom.v1 import event_pb2, fabric_service_pb2, job_pb2, scheduler_service_pb2  # noqa
+    from loom.v1 import error_details_pb2  # noqa
     return dict(job=job_pb2, sched=scheduler_service_pb2, fabric=fabric_service_pb2,
-                event=event_pb2)
+                event=event_pb2, errors=error_details_pb2)
 
 
 def unary(channel, service, method, request, response_cls):
@@ -31,15 +32,25 @@ def unary(channel, service, method, request, response_cls):
 
 
 class Loomd:
-    def __init__(self, loomd, topology):
-        self.dir = tempfile.mkdtemp(prefix="loom-py-")
+    def __init__(self, loomd, topology, config=None, extra_args=(), directory=None,
+                 grpc_port=0):
+        """Starts loomd; `config` (a dict) is written as its --config file;
+        `directory` reuses a previous run's directory (its database)."""
+        self.dir = directory or tempfile.mkdtemp(prefix="loom-py-")
         self.ready = os.path.join(self.dir, "ready.json")
-        self.log = open(os.path.join(self.dir, "loomd.log"), "w")
-        self.proc = subprocess.Popen(
-            [loomd, "--topology", topology, "--db", os.path.join(self.dir, "loom.db"),
-             "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-             "--ready-file", self.ready],
-            stdout=self.log, stderr=subprocess.STDOUT)
+        if os.path.exists(self.ready):
+            os.remove(self.ready)
+        self.log = open(os.path.join(self.dir, "loomd.log"), "a")
+        argv = [loomd, "--topology", topology, "--db", os.path.join(self.dir, "loom.db"),
+                "--grpc-listen", "127.0.0.1:%d" % grpc_port, "--metrics-listen", "127.0.0.1:0",
+                "--ready-file", self.ready]
+        if config is not None:
+            path = os.path.join(self.dir, "loomd.json")
+            with open(path, "w") as f:
+                json.dump(config, f)
+            argv += ["--config", path]
+        self.proc = subprocess.Popen(argv + list(extra_args),
+                                     stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20
         while not os.path.exists(self.ready):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -55,12 +66,23 @@ class Loomd:
         with open(os.path.join(self.dir, "loomd.log")) as f:
             return f.read()
 
-    def stop(self):
+    def metric(self, name):
+        """The sum of a metric's samples on /metrics (0 when absent)."""
+        import urllib.request
+        total = 0.0
+        with urllib.request.urlopen(self.metrics_url, timeout=10) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " ") or line.startswith(name + "{"):
+                    total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def stop(self, keep=False):
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=20)
         self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def start_process(argv, log_path):

@@ -296,7 +296,7 @@ class Harness {
     st = controller_->Start();
     Check(st.ok(), "controller start on an empty store: " + st.message());
     loom::api::ServiceOptions so;
-    so.watch_queue_limit = 6;
+    so.watch_buffer_bytes = 4096;
     so.list_devices = [&f](const std::string& device) {
       return loom::loomd::DeviceStatuses(f.inventory, f.topo->topology(), {}, 0, false, device);
     };

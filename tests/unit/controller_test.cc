@@ -17,13 +17,23 @@ namespace {
 class FlakyStore final : public Store {
  public:
   explicit FlakyStore(Store& inner) : inner_(inner) {}
-  Status Load(size_t max_events, StoredState* out) override {
-    return inner_.Load(max_events, out);
+  Status Load(size_t max_events, StoredState* out, size_t max_event_bytes) override {
+    return inner_.Load(max_events, out, max_event_bytes);
   }
   Status Commit(const Mutation& m) override {
     ++commits;
     if (fail) return Status(StatusCode::kInternal, "disk on fire");
     return inner_.Commit(m);
+  }
+  Status ReadResponse(const std::string& request_id, std::string* out) override {
+    return inner_.ReadResponse(request_id, out);
+  }
+  Status ReadEvents(uint64_t from, uint64_t to, size_t max_bytes,
+                    std::vector<v1::Event>* out) override {
+    return inner_.ReadEvents(from, to, max_bytes, out);
+  }
+  Status Vacuum(int max_pages, int64_t* free_pages) override {
+    return inner_.Vacuum(max_pages, free_pages);
   }
   std::atomic<int> commits{0};
   std::atomic<bool> fail{false};
@@ -92,6 +102,7 @@ class Harness {
     held.get_future().wait();
     return release;
   }
+  prometheus::Registry& registry() { return registry_; }
   VirtualClock clock_{0};
   Status start_status_;
 
@@ -344,7 +355,7 @@ TEST_F(ControllerTest, ReplayOlderThanRetentionIsOutOfRange) {
   Status st;
   h.Replay(1, &st);
   EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
-  EXPECT_NE(st.message().find("oldest is 4"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("start from 4 or 0"), std::string::npos) << st.message();
   auto events = h.Replay(4, &st);
   EXPECT_TRUE(st.ok());
   EXPECT_EQ(events.size(), 3u);
@@ -640,3 +651,250 @@ TEST_F(ControllerTest, AFailedGroupCommitFailsAndUndoesEveryRegistrationOfTheBat
 
 }  // namespace
 }  // namespace loom::controller
+
+// --------------------------------------------------- watches (issue 18) ----
+
+namespace loom::controller {
+namespace {
+
+// A watcher with room for `capacity` events, drained by the test thread.
+class TestWatcher {
+ public:
+  TestWatcher(Controller& c, uint64_t start, size_t capacity, bool follow = true)
+      : c_(c), capacity_(capacity) {
+    Controller::Watcher w;
+    w.offer = [this](const v1::Event& ev, const Controller::EventBytes&) {
+      std::lock_guard<std::mutex> l(mu_);
+      if (queue_.size() >= capacity_) {
+        full_ = true;
+        return Controller::Offer::kFull;
+      }
+      queue_.push_back(ev.revision());
+      return Controller::Offer::kTaken;
+    };
+    w.end = [this](const Status& s, const Controller::WatchEnd& e) {
+      std::lock_guard<std::mutex> l(mu_);
+      ended_ = true;
+      status_ = s;
+      end_ = e;
+    };
+    id_ = c.Watch(start, follow, std::move(w));
+  }
+  ~TestWatcher() { c_.Unsubscribe(id_); }
+  // Takes what is queued (a reader); resumes the watch when it had been full.
+  void Read() {
+    bool resume;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      seen_.insert(seen_.end(), queue_.begin(), queue_.end());
+      queue_.clear();
+      resume = full_;
+      full_ = false;
+    }
+    if (resume) c_.ResumeWatch(id_);
+  }
+  // Reads until `last` was seen, the watch ended or ~10 s passed.
+  void ReadUntil(uint64_t last) {
+    for (int i = 0; i < 10000; ++i) {
+      Read();
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (ended_ || (!seen_.empty() && seen_.back() >= last)) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  bool WaitEnded() {
+    for (int i = 0; i < 10000; ++i) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (ended_) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  }
+  std::vector<uint64_t> seen() {
+    std::lock_guard<std::mutex> l(mu_);
+    return seen_;
+  }
+  Status status() {
+    std::lock_guard<std::mutex> l(mu_);
+    return status_;
+  }
+  Controller::WatchEnd end() {
+    std::lock_guard<std::mutex> l(mu_);
+    return end_;
+  }
+  bool full() {
+    std::lock_guard<std::mutex> l(mu_);
+    return full_;
+  }
+
+ private:
+  Controller& c_;
+  size_t capacity_;
+  uint64_t id_ = 0;
+  std::mutex mu_;
+  std::vector<uint64_t> queue_, seen_;
+  bool full_ = false, ended_ = false;
+  Status status_;
+  Controller::WatchEnd end_;
+};
+
+std::vector<uint64_t> Range(uint64_t from, uint64_t to) {
+  std::vector<uint64_t> v;
+  for (uint64_t r = from; r <= to; ++r) v.push_back(r);
+  return v;
+}
+
+double GaugeValue(prometheus::Registry& registry, const std::string& name) {
+  for (const auto& f : registry.Collect()) {
+    if (f.name == name && !f.metric.empty()) return f.metric[0].gauge.value;
+  }
+  return -1;
+}
+
+class WatchTest : public ControllerTest {};
+
+// A watcher with room for 3 events replays 60 from revision 1 while only
+// ~1 event fits in memory: the rest come from the store, each exactly once and
+// in order, and writes made during the catch-up follow without a gap.
+TEST_F(WatchTest, SlowWatcherIsCaughtUpFromTheStoreWithoutLossOrDuplicates) {
+  ControllerOptions opts;
+  opts.event_cache_bytes = 1;  // the newest event only
+  Harness h(db_, topo_, opts);
+  for (int i = 0; i < 30; ++i) h.Call(&Controller::RegisterJob, JobReq("a" + std::to_string(i)));
+  TestWatcher w(h.c(), 1, 3);
+  std::thread writer([&] {
+    for (int i = 0; i < 30; ++i) h.Call(&Controller::RegisterJob, JobReq("b" + std::to_string(i)));
+  });
+  // Reads slowly while the writer runs: the watcher is full most of the time.
+  for (int i = 0; i < 20; ++i) {
+    w.Read();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  writer.join();
+  w.ReadUntil(61);  // 1 start + 60 registrations
+  EXPECT_EQ(w.seen(), Range(1, 61));
+  EXPECT_LE(GaugeValue(h.registry(), "loom_event_history_memory_bytes"), 10000);  // one event
+  // Caught up: it is live again and sees the next write.
+  h.Call(&Controller::RegisterJob, JobReq("c"));
+  w.ReadUntil(62);
+  EXPECT_EQ(w.seen().back(), 62u);
+}
+
+// A live watcher that stops reading is not fed (its buffer stays at its
+// capacity) and, when it reads again, gets everything it missed.
+TEST_F(WatchTest, LiveWatcherThatStopsReadingResumesWhereItStopped) {
+  Harness h(db_, topo_);
+  TestWatcher w(h.c(), 0, 4);
+  for (int i = 0; i < 40; ++i) h.Call(&Controller::RegisterJob, JobReq("j" + std::to_string(i)));
+  EXPECT_TRUE(w.full());
+  w.ReadUntil(41);
+  EXPECT_EQ(w.seen(), Range(2, 41));
+}
+
+// Cut policy: a full live watcher is ended RESOURCE_EXHAUSTED naming the first
+// revision it did not take; resuming there loses nothing.
+TEST_F(WatchTest, CutPolicyEndsASlowWatcherWithItsResumeRevision) {
+  ControllerOptions opts;
+  opts.slow_watcher_policy = SlowWatcherPolicy::kCut;
+  Harness h(db_, topo_, opts);
+  TestWatcher w(h.c(), 0, 5);
+  for (int i = 0; i < 10; ++i) h.Call(&Controller::RegisterJob, JobReq("j" + std::to_string(i)));
+  ASSERT_TRUE(w.WaitEnded());
+  EXPECT_EQ(w.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(w.end().resume_revision, 7u);  // took 2..6
+  w.Read();
+  TestWatcher again(h.c(), w.end().resume_revision, 100, /*follow=*/false);
+  ASSERT_TRUE(again.WaitEnded());
+  again.Read();
+  std::vector<uint64_t> all = w.seen();
+  for (uint64_t r : again.seen()) all.push_back(r);
+  EXPECT_EQ(all, Range(2, 11));
+}
+
+// Compaction by count and by bytes; a watch from before the retained history
+// and a lagging watcher whose position is compacted away get OUT_OF_RANGE with
+// the compacted revision; a start revision ahead of the log is refused.
+TEST_F(WatchTest, CompactedPositionsAreOutOfRangeWithTheCompactedRevision) {
+  ControllerOptions opts;
+  opts.event_retention = 10;
+  Harness h(db_, topo_, opts);
+  TestWatcher lagging(h.c(), 1, 2);
+  for (int i = 0; i < 20; ++i) h.Call(&Controller::RegisterJob, JobReq("j" + std::to_string(i)));
+  // 21 revisions, 10 retained: 12..21.
+  ASSERT_TRUE(lagging.WaitEnded());
+  EXPECT_EQ(lagging.status().code(), StatusCode::kOutOfRange);
+  EXPECT_GE(lagging.end().compacted_revision, 3u);
+  TestWatcher old(h.c(), 5, 100);
+  ASSERT_TRUE(old.WaitEnded());
+  EXPECT_EQ(old.status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(old.end().compacted_revision, 11u);
+  TestWatcher ok(h.c(), 12, 100, /*follow=*/false);
+  ASSERT_TRUE(ok.WaitEnded());
+  EXPECT_TRUE(ok.status().ok());
+  ok.Read();
+  EXPECT_EQ(ok.seen(), Range(12, 21));
+  TestWatcher ahead(h.c(), 40, 100);
+  ASSERT_TRUE(ahead.WaitEnded());
+  EXPECT_EQ(ahead.status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(ahead.end().compacted_revision, 0u);
+  EXPECT_EQ(ahead.end().current_revision, 21u);
+  // The next revision is not ahead: it waits for it.
+  TestWatcher next(h.c(), 22, 100);
+  h.Call(&Controller::RegisterJob, JobReq("k"));
+  next.ReadUntil(22);
+  EXPECT_EQ(next.seen(), Range(22, 22));
+}
+
+// Idempotency records are bounded by the bytes of their stored answers; the
+// answers are read back from the store (also after a restart).
+TEST_F(WatchTest, IdempotencyRecordsAreBoundedByBytesAndAnsweredFromTheStore) {
+  ControllerOptions opts;
+  opts.request_retention_bytes = 3000;  // a registration answer is a few hundred bytes
+  {
+    Harness h(db_, topo_, opts);
+    for (int i = 0; i < 30; ++i) {
+      auto [s, r] = h.Call(&Controller::RegisterJob,
+                           JobReq("j" + std::to_string(i), "req-" + std::to_string(i)));
+      ASSERT_TRUE(s.ok()) << s.message();
+    }
+    // The oldest record was dropped: the retry is a new request for an existing job.
+    EXPECT_EQ(h.Call(&Controller::RegisterJob, JobReq("j0", "req-0")).first.code(),
+              StatusCode::kAlreadyExists);
+  }
+  Harness h(db_, topo_, opts);
+  auto [s, r] = h.Call(&Controller::RegisterJob, JobReq("j29", "req-29"));
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(r.job().job_id(), "j29");
+  EXPECT_EQ(r.job().status().revision(), 31u);  // the first answer, from the store
+}
+
+TEST_F(WatchTest, RetentionByBytesSurvivesARestart) {
+  ControllerOptions opts;
+  opts.event_retention_bytes = 4000;  // a registration event is a few hundred bytes
+  size_t retained = 0;
+  {
+    Harness h(db_, topo_, opts);
+    for (int i = 0; i < 60; ++i) h.Call(&Controller::RegisterJob, JobReq("j" + std::to_string(i)));
+    retained = static_cast<size_t>(GaugeValue(h.registry(), "loom_event_history_retained"));
+    EXPECT_GT(retained, 3u);
+    EXPECT_LT(retained, 40u);
+  }
+  Harness h(db_, topo_, opts);
+  // One more event (CONTROLLER_STARTED) and maybe one compacted.
+  const size_t after = static_cast<size_t>(GaugeValue(h.registry(), "loom_event_history_retained"));
+  EXPECT_GE(after + 1, retained);
+  EXPECT_LE(after, retained + 1);
+  Status st;
+  auto events = h.Replay(62 - after + 1, &st);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(events.size(), after);
+  EXPECT_EQ(events.back().revision(), 62u);
+}
+
+}  // namespace
+}  // namespace loom::controller
+

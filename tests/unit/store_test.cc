@@ -206,3 +206,100 @@ TEST(StoreTest, PolicyVersionsAreKeptAndNewestLoaded) {
 
 }  // namespace
 }  // namespace loom::controller
+
+namespace loom::controller {
+namespace {
+
+int64_t PragmaInt(const std::string& path, const char* pragma) {
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db, pragma, -1, &s, nullptr);
+  int64_t v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return v;
+}
+
+v1::Event FatEvent(uint64_t rev) {
+  v1::Event e = MakeEvent(rev);
+  e.set_cause(std::string(3000, 'x'));
+  return e;
+}
+
+TEST(StoreTest, ReadsEventRangesWithinAByteBudgetAndIndexesTheHistory) {
+  testing::TempDir dir;
+  Status st;
+  auto store = SqliteStore::Open(dir.File("e.db"), &st);
+  ASSERT_TRUE(store);
+  for (uint64_t r = 1; r <= 20; ++r) {
+    Mutation m;
+    m.events.push_back(FatEvent(r));
+    ASSERT_TRUE(store->Commit(m).ok());
+  }
+  std::vector<v1::Event> out;
+  ASSERT_TRUE(store->ReadEvents(5, 9, size_t{1} << 20, &out).ok());
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out.front().revision(), 5u);
+  EXPECT_EQ(out.back().revision(), 9u);
+  out.clear();
+  // ~3 KB each: a 7 KB budget stops after the third.
+  ASSERT_TRUE(store->ReadEvents(1, 20, 7000, &out).ok());
+  EXPECT_EQ(out.size(), 3u);
+  out.clear();
+  ASSERT_TRUE(store->ReadEvents(1, 20, 1, &out).ok());
+  EXPECT_EQ(out.size(), 1u);  // at least one
+  StoredState state;
+  ASSERT_TRUE(store->Load(100, &state, 10000).ok());
+  ASSERT_EQ(state.event_index.size(), 20u);
+  EXPECT_EQ(state.event_index.front().first, 1u);
+  EXPECT_EQ(state.event_index.back().second, FatEvent(20).ByteSizeLong());
+  EXPECT_EQ(state.events.size(), 3u);  // the newest within 10,000 bytes
+  EXPECT_EQ(state.events.front().revision(), 18u);
+  ASSERT_TRUE(store->Load(100, &state, 1).ok());
+  EXPECT_EQ(state.events.size(), 1u);  // the newest always
+}
+
+TEST(StoreTest, CompactedEventsGoBackToTheFileSystemByIncrementalVacuum) {
+  testing::TempDir dir;
+  const std::string path = dir.File("v.db");
+  Status st;
+  auto store = SqliteStore::Open(path, &st);
+  ASSERT_TRUE(store);
+  EXPECT_EQ(PragmaInt(path, "PRAGMA auto_vacuum"), 2);  // incremental
+  for (uint64_t r = 1; r <= 2000; ++r) {
+    Mutation m;
+    m.events.push_back(FatEvent(r));
+    ASSERT_TRUE(store->Commit(m).ok());
+  }
+  Mutation prune;
+  prune.events.push_back(FatEvent(2001));
+  prune.prune_events_before = 1990;
+  ASSERT_TRUE(store->Commit(prune).ok());
+  const int64_t pages_before = PragmaInt(path, "PRAGMA page_count");
+  int64_t left = -1;
+  ASSERT_TRUE(store->Vacuum(100, &left).ok());
+  EXPECT_GT(left, 1000);  // ~6 MB freed, 100 pages given back so far
+  while (left > 0) ASSERT_TRUE(store->Vacuum(1000, &left).ok());
+  EXPECT_LT(PragmaInt(path, "PRAGMA page_count"), pages_before / 10);
+}
+
+TEST(StoreTest, ADatabaseMadeWithoutAutoVacuumIsConvertedOnOpen) {
+  testing::TempDir dir;
+  const std::string path = dir.File("old.db");
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    sqlite3_exec(db, "CREATE TABLE schema_version(version INTEGER NOT NULL);", nullptr, nullptr,
+                 nullptr);
+    sqlite3_close(db);
+  }
+  EXPECT_EQ(PragmaInt(path, "PRAGMA auto_vacuum"), 0);
+  Status st;
+  auto store = SqliteStore::Open(path, &st);
+  ASSERT_TRUE(store) << st.message();
+  EXPECT_EQ(PragmaInt(path, "PRAGMA auto_vacuum"), 2);
+}
+
+}  // namespace
+}  // namespace loom::controller
