@@ -603,22 +603,80 @@ void Controller::AppendMutation(Mutation& into, Mutation&& from) {
 // ---------------------------------------------------------------- jobs ----
 
 void Controller::RegisterJob(v1::RegisterJobRequest req, Done<v1::RegisterJobResponse> done) {
-  Post([this, req = std::move(req), done = std::move(done)]() mutable {
+  {
+    std::lock_guard<std::mutex> lock(registrations_mu_);
+    registrations_.push_back({std::move(req), std::move(done)});
+    if (registrations_drain_posted_) return;  // the posted drain takes it
+    registrations_drain_posted_ = true;
+  }
+  Post([this]() { DrainRegistrations(); });
+}
+
+void Controller::DrainRegistrations() {
+  std::vector<PendingRegistration> batch;
+  {
+    std::lock_guard<std::mutex> lock(registrations_mu_);
+    const size_t n = std::min(registrations_.size(), kMaxRegistrationBatch);
+    for (size_t i = 0; i < n; ++i) {
+      batch.push_back(std::move(registrations_.front()));
+      registrations_.pop_front();
+    }
+    // What is left (over the batch limit) gets a drain of its own, behind what is
+    // already on the strand.
+    registrations_drain_posted_ = !registrations_.empty();
+  }
+  if (registrations_drain_posted_) Post([this]() { DrainRegistrations(); });
+  // Each registration is placed as if alone, in arrival order, and applied in memory
+  // at once (the next one is placed around it); the batch is committed in one
+  // transaction. Undo: the placement before each overload recompute, the jobs each
+  // one added, and the job records each one replaced, undone newest first.
+  struct Staged {
+    Done<v1::RegisterJobResponse> done;
+    std::string job_id, tenant;
+    v1::RegisterJobResponse resp;
+    std::optional<loom::te::Placement> before;
+  };
+  std::vector<Staged> staged;
+  std::vector<std::pair<std::string, std::optional<v1::Job>>> jobs_undo;
+  // A failed commit leaves the placement, and the overload re-placement's rate
+  // limit, as they were before the batch.
+  std::vector<double> load_before = placement_.LoadSnapshot();
+  const TimeNs last_overload_before = last_overload_recompute_ns_;
+  const int overload_deferred_before = overload_deferred_;
+  std::set<std::string> batch_request_ids, batch_job_ids;
+  std::vector<PendingRegistration> next;  // a retry of a request of this batch
+  Mutation m;
+  for (auto& p : batch) {
+    v1::RegisterJobRequest& req = p.req;
     v1::RegisterJobResponse resp;
     Status st;
     // The request id is not part of what is compared across retries.
     std::string request_id = req.request_id();
+    if ((!request_id.empty() && batch_request_ids.count(request_id)) ||
+        batch_job_ids.count(req.job().job_id())) {
+      // A retry of a request of this batch, or the same job again: answered once the
+      // first is committed (or failed), by the next drain.
+      next.push_back(std::move(p));
+      continue;
+    }
     req.clear_request_id();
     req.mutable_job()->clear_status();
-    if (Replay("RegisterJob", request_id, req, &resp, &st)) return done(st, std::move(resp));
-    if (Status s = ValidateJobSpec(req.job(), *topo_); !s.ok()) return done(s, {});
+    if (Replay("RegisterJob", request_id, req, &resp, &st)) {
+      p.done(st, std::move(resp));
+      continue;
+    }
+    if (Status s = ValidateJobSpec(req.job(), *topo_); !s.ok()) {
+      p.done(s, {});
+      continue;
+    }
     if (jobs_.count(req.job().job_id())) {
-      return done(
+      p.done(
           AlreadyExists("job.job_id: job \"" + req.job().job_id() + "\" is already registered"),
           {});
+      continue;
     }
     v1::Job job = req.job();
-    Mutation m;
+    Mutation mine;
     v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_REGISTERED, job.job_id());
     auto t0 = std::chrono::steady_clock::now();
     v1::PathAssignment a = placement_.Upsert(job);
@@ -636,22 +694,63 @@ void Controller::RegisterJob(v1::RegisterJobRequest req, Done<v1::RegisterJobRes
                   std::to_string(job.endpoints_size()) + " endpoint(s)");
     ev.set_result(a.reason());
     *ev.mutable_job() = job;
-    m.events.push_back(ev);
-    m.put_jobs.push_back(job);
-    AppendMutation(m, std::move(others));
+    mine.events.push_back(ev);
+    mine.put_jobs.push_back(job);
+    AppendMutation(mine, std::move(others));
     *resp.mutable_job() = job;
-    Remember(m, "RegisterJob", request_id, req, resp);
-    if (Status s = CommitAndPublish(m); !s.ok()) {
-      if (before) placement_ = std::move(*before);
-      placement_.Remove(job.job_id());
-      return done(s, {});
+    Remember(mine, "RegisterJob", request_id, req, resp);
+    AppendMutation(m, std::move(mine));
+    for (auto& r : mine.requests) m.requests.push_back(std::move(r));
+    if (!request_id.empty()) batch_request_ids.insert(request_id);
+    batch_job_ids.insert(job.job_id());
+    for (auto& [id, j] : updated) {
+      auto it = jobs_.find(id);
+      jobs_undo.emplace_back(id, it == jobs_.end() ? std::nullopt
+                                                   : std::optional<v1::Job>(std::move(it->second)));
+      jobs_[id] = std::move(j);
     }
-    for (auto& [id, j] : updated) jobs_[id] = std::move(j);
+    jobs_undo.emplace_back(job.job_id(), std::nullopt);
     jobs_[job.job_id()] = job;
+    staged.push_back({std::move(p.done), job.job_id(), job.tenant(), std::move(resp),
+                      std::move(before)});
+  }
+  if (!next.empty()) {
+    bool post = false;
+    {
+      std::lock_guard<std::mutex> lock(registrations_mu_);
+      for (auto it = next.rbegin(); it != next.rend(); ++it) {
+        registrations_.push_front(std::move(*it));
+      }
+      post = !registrations_drain_posted_;
+      registrations_drain_posted_ = true;
+    }
+    if (post) Post([this]() { DrainRegistrations(); });
+  }
+  if (staged.empty()) return;
+  if (Status s = CommitAndPublish(m); !s.ok()) {
+    for (auto it = jobs_undo.rbegin(); it != jobs_undo.rend(); ++it) {
+      if (it->second) {
+        jobs_[it->first] = std::move(*it->second);
+      } else {
+        jobs_.erase(it->first);
+      }
+    }
+    for (auto it = staged.rbegin(); it != staged.rend(); ++it) {
+      if (it->before) placement_ = std::move(*it->before);
+      placement_.Remove(it->job_id);
+    }
+    placement_.RestoreLoad(std::move(load_before));
+    last_overload_recompute_ns_ = last_overload_before;
+    overload_deferred_ = overload_deferred_before;
     UpdateGauges();
-    LOG_INFO("job registered").With("job", job.job_id()).With("tenant", job.tenant());
-    done(Status::Ok(), std::move(resp));
-  });
+    for (auto& x : staged) x.done(s, {});
+    return;
+  }
+  UpdateGauges();
+  for (auto& x : staged) {
+    LOG_INFO("job registered").With("job", x.job_id).With("tenant", x.tenant);
+    x.done(Status::Ok(), std::move(x.resp));
+  }
 }
 
 void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse> done) {

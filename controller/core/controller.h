@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -195,6 +196,9 @@ class Controller {
 
   const loom::topology::TopologyIndex& topology() const { return *topo_; }
 
+  // Group commit: registrations that arrive while the strand is busy are placed one
+  // after the other and committed together in one transaction; each is answered
+  // only after that commit, and a failed commit fails (and undoes) all of them.
   void RegisterJob(loom::v1::RegisterJobRequest req, Done<loom::v1::RegisterJobResponse> done);
   void UpdateJob(loom::v1::UpdateJobRequest req, Done<loom::v1::UpdateJobResponse> done);
   void ReleaseJob(loom::v1::ReleaseJobRequest req, Done<loom::v1::ReleaseJobResponse> done);
@@ -401,6 +405,17 @@ class Controller {
   // that were placed incrementally on an overloaded fabric (batched in Tick).
   TimeNs last_overload_recompute_ns_ = -1;
   int overload_deferred_ = 0;
+  // Registrations waiting for the strand (group commit, RegisterJob): queued by
+  // any thread; one drain on the strand takes them all.
+  struct PendingRegistration {
+    loom::v1::RegisterJobRequest req;
+    Done<loom::v1::RegisterJobResponse> done;
+  };
+  static constexpr size_t kMaxRegistrationBatch = 256;
+  std::mutex registrations_mu_;
+  std::deque<PendingRegistration> registrations_;  // guarded by registrations_mu_
+  bool registrations_drain_posted_ = false;        // guarded by registrations_mu_
+  void DrainRegistrations();
   void RefineDemand();
   // Measured traffic matrices (per-destination NIC counters) and the jobs whose
   // matrix was just replaced by a measurement, with why (re-placed at the next Tick).

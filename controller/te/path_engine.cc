@@ -729,6 +729,13 @@ class Solver {
         Cand cur;
         Find(u, top_[u], &cur);
         Apply(u, cur, -1);
+        // Every move of u leaves the hot edge at least at Util(hot): when that is not
+        // below the best found, no candidate of u can win (the same choice, without
+        // scoring them; on an edge of many similar units most are skipped).
+        if (Util(hot) >= best_after) {
+          Apply(u, cur, +1);
+          continue;
+        }
         Cands(u, &cands);
         for (const auto& c : cands) {
           if (c.top == top_[u]) continue;

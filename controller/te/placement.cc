@@ -100,6 +100,7 @@ bool Placement::SetDownLinks(const std::set<std::string>& down) {
   down_ = down;
   graph_ = FabricGraph::Build(*topo_, down_);
   IndexGraph();
+  budget_index_.valid = false;
   ++version_;
   return true;
 }
@@ -401,9 +402,44 @@ std::string Placement::SprayWhy(const JobRec& rec) {
   return "every NIC of the job tolerates reordering (inventory)";
 }
 
-void Placement::UpdateSpraying() {
+void Placement::TrackSpraying(const std::string& id, JobRec& rec) {
+  if (rec.spray_ok) {
+    spray_ok_jobs_.insert(id);
+    return;
+  }
+  // Never sprayed: its flags stay all zero (UpdateSpraying looks at spray_ok jobs only).
+  spray_ok_jobs_.erase(id);
+  rec.sprayed.assign(rec.units.size(), 0);
+  rec.spray_note.clear();
+}
+
+void Placement::UpdateSpraying(bool every_job) {
+  // Only jobs that may be sprayed can have sprayed units: the others' flags are kept
+  // all zero when their units are built (TrackSpraying), so they are not visited.
+  // `every_job` visits every job anyway (the reference the tests compare against).
+  std::vector<std::pair<const std::string*, JobRec*>> sprayable;
+  if (every_job) {
+    sprayable.reserve(jobs_.size());
+    for (auto& [id, rec] : jobs_) sprayable.emplace_back(&id, &rec);
+  } else {
+    sprayable.reserve(spray_ok_jobs_.size());
+    for (const auto& id : spray_ok_jobs_) {
+      auto it = jobs_.find(id);
+      if (it != jobs_.end()) sprayable.emplace_back(&it->first, &it->second);
+    }
+  }
+  // Their routes leave the budget index while their flags change, and come back after.
+  for (auto& [idp, recp] : sprayable) IndexRoutes(*recp, -1);
+  struct Reindex {
+    const Placement* p;
+    const std::vector<std::pair<const std::string*, JobRec*>>* jobs;
+    ~Reindex() {
+      for (auto& [idp, recp] : *jobs) p->IndexRoutes(*recp, +1);
+    }
+  } reindex{this, &sprayable};
   bool any = false;
-  for (auto& [id, rec] : jobs_) {
+  for (auto& [idp, recp] : sprayable) {
+    JobRec& rec = *recp;
     any |= std::any_of(rec.sprayed.begin(), rec.sprayed.end(), [](char c) { return c != 0; });
     rec.sprayed.assign(rec.units.size(), 0);
     rec.spray_note.clear();
@@ -412,7 +448,9 @@ void Placement::UpdateSpraying() {
   if (graph_.three_tier()) return;
   // Not known yet where the job's bytes go (the pattern's prior, not yet confirmed
   // by measurement): spraying fits any matrix, pinning only the right one.
-  for (auto& [id, rec] : jobs_) {
+  for (auto& [idp, recp] : sprayable) {
+    const std::string& id = *idp;
+    JobRec& rec = *recp;
     if (!rec.spray_ok || rec.demand_source != DemandSource::kPattern || confirmed_.count(id) ||
         !PairingUnknown(rec.job.collective()) || rec.spray_cost > kUnknownPairingMaxSprayCost) {
       continue;
@@ -437,7 +475,7 @@ void Placement::UpdateSpraying() {
                      "spraying fits any traffic matrix; " +
                      SprayWhy(rec);
   }
-  if (max_utilization_ <= 1.0 + 1e-9) return;
+  if (max_utilization_ <= 1.0 + 1e-9 || sprayable.empty()) return;
   // Where pinning cannot fit: a leaf with a link predicted over capacity. For each job
   // that may be sprayed and each such leaf, spraying the job's units that leave (enter)
   // that leaf spreads them over the leaf's live uplinks (downlinks). The predicted
@@ -492,7 +530,8 @@ void Placement::UpdateSpraying() {
     }
     return t;
   };
-  for (auto& [id, rec] : jobs_) {
+  for (auto& [idp, recp] : sprayable) {
+    JobRec& rec = *recp;
     if (!rec.spray_ok || !rec.spray_note.empty()) continue;
     size_t count = 0;
     double worst_before = 0, worst_after = 0;
@@ -566,11 +605,57 @@ void Placement::UpdateSpraying() {
   }
 }
 
+std::string Placement::CheckIncrementalState() const {
+  Placement full = *this;
+  full.UpdateSpraying(/*every_job=*/true);
+  for (const auto& [id, rec] : jobs_) {
+    const JobRec& ref = full.jobs_.at(id);
+    if (rec.sprayed != ref.sprayed) return "job " + id + ": sprayed units differ";
+    if (rec.spray_note != ref.spray_note) {
+      return "job " + id + ": spray note \"" + rec.spray_note + "\" vs \"" + ref.spray_note +
+             "\"";
+    }
+    if ((spray_ok_jobs_.count(id) > 0) != rec.spray_ok) {
+      return "job " + id + ": spray_ok not tracked";
+    }
+  }
+  if (spray_ok_jobs_.size() > jobs_.size()) return "spray_ok_jobs_ names removed jobs";
+  if (!graph_.three_tier()) {
+    // The budget index, kept up to date, holds what one built afresh holds, and the
+    // notes it gives are the whole table's.
+    const bool was_valid = budget_index_.valid;
+    Placement fresh = *this;  // no index, no table
+    fresh.BuildBudgetIndex();
+    fresh.BuildRouteTable();
+    if (was_valid) {
+      for (size_t l = 0; l < fresh.budget_index_.per_leaf.size(); ++l) {
+        const auto& mine = budget_index_.per_leaf[l];
+        const auto& ref = fresh.budget_index_.per_leaf[l];
+        bool same = mine.size() == ref.size();
+        for (auto a = mine.begin(), b = ref.begin(); same && a != mine.end(); ++a, ++b) {
+          same = a->neg_rate == b->neg_rate && a->unit == b->unit &&
+                 a->rec->job.job_id() == b->rec->job.job_id();
+        }
+        if (!same) return "budget index of leaf " + graph_.leaf(static_cast<int>(l)) + " differs";
+      }
+    }
+    for (const auto& [id, rec] : jobs_) {
+      auto it = fresh.table_.budget_note.find(id);
+      const std::string want = it == fresh.table_.budget_note.end() ? "" : it->second;
+      if (std::string got = IndexedBudgetNote(rec); got != want) {
+        return "job " + id + ": budget note \"" + got + "\" vs the table's \"" + want + "\"";
+      }
+    }
+  }
+  return "";
+}
+
 v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   std::map<std::string, int> current;
   if (auto it = jobs_.find(job.job_id()); it != jobs_.end()) {
     AddLoad(it->second, -1);
     CountRoutes(it->second, -1);
+    IndexRoutes(it->second, -1);
     for (size_t u = 0; u < it->second.units.size(); ++u) {
       const Unit& unit = it->second.units[u];
       current[PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value)] = it->second.top[u];
@@ -589,6 +674,7 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   rec.job = job;
   rec.decision = policy_.Evaluate(job);
   BuildUnits(rec, current);
+  TrackSpraying(job.job_id(), rec);
   PlacementResult r =
       Place(graph_, rec.units, params_, PlacementMode::kIncremental, &load_, &workspace_);
   rec.top = std::move(r.top);
@@ -598,6 +684,7 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   CountRoutes(rec, +1);
   ++version_;
   UpdateMax();
+  IndexRoutes(rec, +1);  // after spraying was decided (a no-op for what it added)
   v1::PathAssignment a = MakeAssignment(rec);
   last_key_[job.job_id()] = RouteKey(a);
   return a;
@@ -681,11 +768,20 @@ void Placement::Remove(const std::string& job_id) {
   measured_.erase(job_id);
   confirmed_.erase(job_id);
   last_key_.erase(job_id);
+  spray_ok_jobs_.erase(job_id);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return;
   AddLoad(it->second, -1);
   CountRoutes(it->second, -1);
+  IndexRoutes(it->second, -1);
   jobs_.erase(it);
+  ++version_;
+  UpdateMax();
+}
+
+void Placement::RestoreLoad(std::vector<double> load) {
+  if (load.size() != load_.size()) return;  // the graph changed meanwhile
+  load_ = std::move(load);
   ++version_;
   UpdateMax();
 }
@@ -697,6 +793,19 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
   std::vector<std::pair<JobRec*, size_t>> owner;
   std::map<std::string, std::string> before;
   ++version_;
+  // Every unit is rebuilt, but most jobs keep their routes: the budget index (when
+  // built) follows only the jobs whose routes differ, each job's entries before
+  // compared with after. It is left alone meanwhile.
+  const bool keep_index = budget_index_.valid && !graph_.three_tier();
+  budget_index_.valid = false;
+  std::vector<std::vector<std::pair<int, BudgetKey>>> index_before;
+  if (keep_index) {
+    index_before.reserve(jobs_.size());
+    for (const auto& [id, rec] : jobs_) {
+      auto& v = index_before.emplace_back();
+      ForEachLeafRoute(rec, [&](int l, const BudgetKey& k) { v.emplace_back(l, k); });
+    }
+  }
   for (auto& [id, rec] : jobs_) {
     std::map<std::string, int> current;
     for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
@@ -708,6 +817,7 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
     before[id] = lk != last_key_.end() ? lk->second : RouteKeyOf(rec);
     rec.decision = policy_.Evaluate(rec.job);
     BuildUnits(rec, current);
+    TrackSpraying(id, rec);
     // Lent to the path engine, given back below.
     for (size_t u = 0; u < rec.units.size(); ++u) {
       all.push_back(std::move(rec.units[u]));
@@ -732,6 +842,24 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
   for (const auto& [id, rec] : jobs_) CountRoutes(rec, +1);
   ++version_;
   UpdateMax();
+  if (keep_index) {
+    budget_index_.valid = true;
+    std::vector<std::pair<int, BudgetKey>> now;
+    size_t i = 0;
+    for (const auto& [id, rec] : jobs_) {
+      const auto& was = index_before[i++];
+      now.clear();
+      ForEachLeafRoute(rec, [&](int l, const BudgetKey& k) { now.emplace_back(l, k); });
+      const bool same = std::equal(
+          was.begin(), was.end(), now.begin(), now.end(), [](const auto& a, const auto& b) {
+            return a.first == b.first && a.second.neg_rate == b.second.neg_rate &&
+                   a.second.unit == b.second.unit;
+          });
+      if (same) continue;
+      for (const auto& [l, k] : was) budget_index_.per_leaf[static_cast<size_t>(l)].erase(k);
+      for (const auto& [l, k] : now) budget_index_.per_leaf[static_cast<size_t>(l)].insert(k);
+    }
+  }
   std::map<std::string, v1::PathAssignment> changed;
   for (auto& [id, rec] : jobs_) {
     std::string key = RouteKeyOf(rec);
@@ -923,6 +1051,11 @@ std::string Placement::BudgetNote(const std::string& job_id) const {
       over = budget > 0 && leaf_routes_[static_cast<size_t>(l)] > budget;
     }
     if (!over) return "";
+    if (!graph_.three_tier()) {
+      // The budget index answers for one job without building the whole table.
+      auto it = jobs_.find(job_id);
+      return it == jobs_.end() ? std::string() : IndexedBudgetNote(it->second);
+    }
     BuildRouteTable();
   }
   auto it = table_.budget_note.find(job_id);
@@ -1061,24 +1194,86 @@ void Placement::BuildRouteTable() const {
     for (const auto& [ref, rate] : v) t.refs.push_back(ref);
     std::vector<std::pair<RouteRef, double>>().swap(v);
   }
-  for (const auto& [job, where] : left_out) {
-    size_t total = 0;
-    std::string devices;
-    for (const auto& [sw, k] : where) {
-      total += k;
-      if (devices.size() < 200) {
-        devices += (devices.empty() ? "" : ", ") + sw + " (budget " +
-                   std::to_string(LimitsOf(limits_, sw).max_routes) + ")";
-      } else if (devices.back() != '.') {
-        devices += ", ...";
+  for (const auto& [job, where] : left_out) t.budget_note[job] = FormatBudgetNote(where);
+  table_ = std::move(t);
+}
+
+std::string Placement::FormatBudgetNote(const std::map<std::string, size_t>& where) const {
+  if (where.empty()) return "";
+  size_t total = 0;
+  std::string devices;
+  for (const auto& [sw, k] : where) {
+    total += k;
+    if (devices.size() < 200) {
+      devices += (devices.empty() ? "" : ", ") + sw + " (budget " +
+                 std::to_string(LimitsOf(limits_, sw).max_routes) + ")";
+    } else if (devices.back() != '.') {
+      devices += ", ...";
+    }
+  }
+  return std::to_string(total) + " colored route(s) left out for route budgets on " +
+         std::to_string(where.size()) + " switch(es): " + devices +
+         "; that traffic takes the underlay's ECMP there";
+}
+
+template <typename F>
+void Placement::ForEachLeafRoute(const JobRec& rec, F&& f) const {
+  // BuildRouteTable's leaf routes (2-tier): per placed, pinned unit, a footprint
+  // route (rate 0) on the job's other leaves when its pairing is a guess, and a
+  // route with its rate on each source leaf.
+  const bool footprint = !rec.spray_ok && rec.demand_source == DemandSource::kPattern &&
+                         PairingUnknown(rec.job.collective()) &&
+                         rec.units.size() * rec.nic_leaves.size() <= kFootprintRoutes;
+  for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
+    if (rec.top[u] < 0 || (u < rec.sprayed.size() && rec.sprayed[u])) continue;
+    const Unit& unit = rec.units[u];
+    const uint32_t uu = static_cast<uint32_t>(u);
+    if (footprint) {
+      for (int l : rec.nic_leaves) {
+        if (l == unit.dst_leaf) continue;
+        bool source = false;
+        for (const auto& [src, rate] : unit.sources) source |= src == l;
+        if (!source) f(l, BudgetKey{-0.0, &rec, uu});
       }
     }
-    t.budget_note[job] = std::to_string(total) +
-                         " colored route(s) left out for route budgets on " +
-                         std::to_string(where.size()) + " switch(es): " + devices +
-                         "; that traffic takes the underlay's ECMP there";
+    for (const auto& [src, rate] : unit.sources) {
+      if (src < 0 || src == unit.dst_leaf) continue;
+      f(src, BudgetKey{-rate, &rec, uu});
+    }
   }
-  table_ = std::move(t);
+}
+
+void Placement::IndexRoutes(const JobRec& rec, int sign) const {
+  if (!budget_index_.valid) return;
+  ForEachLeafRoute(rec, [&](int l, const BudgetKey& k) {
+    auto& tree = budget_index_.per_leaf[static_cast<size_t>(l)];
+    if (sign > 0) {
+      tree.insert(k);
+    } else {
+      tree.erase(k);
+    }
+  });
+}
+
+void Placement::BuildBudgetIndex() const {
+  budget_index_.per_leaf.clear();
+  budget_index_.per_leaf.resize(static_cast<size_t>(graph_.num_leaves()));
+  budget_index_.valid = true;
+  for (const auto& [id, rec] : jobs_) IndexRoutes(rec, +1);
+}
+
+std::string Placement::IndexedBudgetNote(const JobRec& rec) const {
+  if (!budget_index_.valid) BuildBudgetIndex();
+  std::map<std::string, size_t> where;
+  ForEachLeafRoute(rec, [&](int l, const BudgetKey& k) {
+    const std::string& sw = graph_.leaf(l);
+    if (!switch_index_.count(sw)) return;
+    const uint32_t budget = LimitsOf(limits_, sw).max_routes;
+    const auto& tree = budget_index_.per_leaf[static_cast<size_t>(l)];
+    if (budget == 0 || tree.size() <= budget) return;
+    if (tree.order_of_key(k) >= budget) where[sw]++;
+  });
+  return FormatBudgetNote(where);
 }
 
 std::vector<std::string> Placement::DesiredDevices() const {

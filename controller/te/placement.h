@@ -17,6 +17,8 @@
 #ifndef LOOM_CONTROLLER_TE_PLACEMENT_H_
 #define LOOM_CONTROLLER_TE_PLACEMENT_H_
 
+#include <ext/pb_ds/assoc_container.hpp>
+#include <ext/pb_ds/tree_policy.hpp>
 #include <map>
 #include <memory>
 #include <set>
@@ -58,6 +60,11 @@ class Placement {
   // restart) keeps them where they are still feasible.
   loom::v1::PathAssignment Upsert(const loom::v1::Job& job);
   void Remove(const std::string& job_id);
+  // Undo of a group of Upserts (a failed group commit): the per-edge load before
+  // them, restored exactly once they were removed again (adding and removing a
+  // job's rates leaves rounding residue that would tip later choices).
+  std::vector<double> LoadSnapshot() const { return load_; }
+  void RestoreLoad(std::vector<double> load);
   bool Has(const std::string& job_id) const { return jobs_.count(job_id) > 0; }
 
   // The substance of an assignment: destinations and their primary and
@@ -138,6 +145,11 @@ class Placement {
   // take this much longer.
   static constexpr double kSelectiveRepeatSprayCost = 1.33;
 
+  // Tests: the incremental bookkeeping (spraying decided over the jobs that may be
+  // sprayed only) gives what deciding it over every job gives. "" when it does,
+  // else the first difference.
+  std::string CheckIncrementalState() const;
+
   double max_utilization() const { return max_utilization_; }
   const FabricGraph& graph() const { return graph_; }
   // Color of a top device; 0 when unknown.
@@ -192,7 +204,10 @@ class Placement {
   // job's class, and the switch spreads its packets over every live uplink by
   // quality, as switch per-packet spraying does. Load accounting stays with
   // the pinned top (an approximation: the spread evens out what is pinned).
-  void UpdateSpraying();
+  // Visits the jobs that may be sprayed (spray_ok_jobs_), or every job.
+  void UpdateSpraying(bool every_job = false);
+  // After BuildUnits: keeps spray_ok_jobs_ and a job's never-sprayed flags.
+  void TrackSpraying(const std::string& id, JobRec& rec);
   static std::string SprayWhy(const JobRec& rec);
   // Compact route table (see DesiredStates), rebuilt when version_ moved.
   void BuildRouteTable() const;
@@ -200,6 +215,58 @@ class Placement {
   // placed; leaves above their budget make MakeAssignment build the table.
   void CountRoutes(const JobRec& rec, int sign);
   std::string BudgetNote(const std::string& job_id) const;
+  // The note of what route budgets leave out of a job's routes, from (switch ->
+  // routes left out); "" when nothing.
+  std::string FormatBudgetNote(const std::map<std::string, size_t>& where) const;
+  // Route budgets without the whole table (2-tier): per leaf, its colored routes
+  // ordered as the table keeps them (rate descending, then job id, then unit), with
+  // order statistics, so one job's routes left out are found in O(its routes x log).
+  // Kept up to date with the jobs once built (IndexRoutes); invalid after a full
+  // recompute, a graph change or a copy, and rebuilt when next needed.
+  struct BudgetKey {
+    double neg_rate;
+    const JobRec* rec;
+    uint32_t unit;
+  };
+  struct BudgetLess {
+    bool operator()(const BudgetKey& a, const BudgetKey& b) const {
+      if (a.neg_rate != b.neg_rate) return a.neg_rate < b.neg_rate;
+      if (a.rec != b.rec) {
+        if (int c = a.rec->job.job_id().compare(b.rec->job.job_id()); c != 0) return c < 0;
+      }
+      return a.unit < b.unit;
+    }
+  };
+  using BudgetTree =
+      __gnu_pbds::tree<BudgetKey, __gnu_pbds::null_type, BudgetLess, __gnu_pbds::rb_tree_tag,
+                       __gnu_pbds::tree_order_statistics_node_update>;
+  struct BudgetIndex {
+    bool valid = false;
+    std::vector<BudgetTree> per_leaf;
+  };
+  struct CachedBudgetIndex : BudgetIndex {
+    CachedBudgetIndex() = default;
+    CachedBudgetIndex(const CachedBudgetIndex&) : BudgetIndex() {}
+    CachedBudgetIndex(CachedBudgetIndex&&) noexcept : BudgetIndex() {}
+    CachedBudgetIndex& operator=(const CachedBudgetIndex&) {
+      static_cast<BudgetIndex&>(*this) = BudgetIndex();
+      return *this;
+    }
+    CachedBudgetIndex& operator=(CachedBudgetIndex&&) noexcept {
+      static_cast<BudgetIndex&>(*this) = BudgetIndex();
+      return *this;
+    }
+  };
+  mutable CachedBudgetIndex budget_index_;
+  // Calls f(leaf, key) for each colored route of the job the table would hold on a
+  // leaf (2-tier; BuildRouteTable's rules).
+  template <typename F>
+  void ForEachLeafRoute(const JobRec& rec, F&& f) const;
+  // Adds (sign > 0) or removes a job's routes from the budget index when it is valid.
+  void IndexRoutes(const JobRec& rec, int sign) const;
+  void BuildBudgetIndex() const;
+  // BudgetNote from the index (2-tier).
+  std::string IndexedBudgetNote(const JobRec& rec) const;
 
   std::shared_ptr<const loom::topology::TopologyIndex> topo_;
   PlacementParams params_;
@@ -224,6 +291,8 @@ class Placement {
   std::set<std::string> confirmed_;  // jobs whose pattern prior measurement confirmed
   // job -> measured traffic matrix (absent = the stated matrix or the pattern).
   std::map<std::string, std::vector<NicDemand>> measured_;
+  // Jobs that may be sprayed (JobRec::spray_ok), the only ones UpdateSpraying visits.
+  std::set<std::string> spray_ok_jobs_;
 
   // Bumped by every change to jobs, graph, policy or limits.
   uint64_t version_ = 1;

@@ -1,14 +1,19 @@
-// Registration throughput (issue 18 item 5): 10,000 jobs registered one after
-// the other, as a scheduler does (each waits for its answer), with a real
-// SQLite store, on the 4,096-GPU rail fabric (512 hosts x 8, 32 spines), while
-// Tick() runs every 50 ms as in loomd. Jobs are ring all-reduces and
-// all-to-alls of 1 to 8 hosts on random hosts, so the fabric is soon predicted
-// over capacity: the first rows show the fabric within capacity, the later
-// ones overloaded. Prints per 1,000 registrations: rate, p50 / p99 latency,
-// the fabric's predicted maximum utilization; then overall figures and the
-// batched re-placements that ran. Not a test: no assertion on timing.
+// Registration throughput (issue 18 item 5): 10,000 jobs registered on the
+// 4,096-GPU rail fabric (512 hosts x 8, 32 spines), with a real SQLite store,
+// while Tick() runs every 50 ms as in loomd. Two runs of the same jobs, each on
+// a fresh controller and database: one client registering one job after the
+// other (each waits for its answer, as one scheduler does), then `clients`
+// clients doing so at once (default 8 in flight, as parallel Slurm prologs do;
+// registrations that wait for the strand are committed together). Jobs are ring
+// all-reduces and all-to-alls of 1 to 8 hosts on random hosts, so the fabric is
+// soon predicted over capacity: the first rows show the fabric within capacity,
+// the later ones overloaded. Prints per 1,000 registrations: rate, p50 / p99
+// latency, the fabric's predicted maximum utilization; then overall figures and
+// the store transactions (commits) the run took. Not a test: no assertion on
+// timing.
 //
-// usage: register_bench [jobs] [--no-overload-recompute]
+// usage: register_bench [jobs] [--no-overload-recompute] [--clients N]
+//        (--clients 0: the sequential run only; --clients N --only-concurrent: that one only)
 #include <unistd.h>
 
 #include <atomic>
@@ -17,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -33,15 +39,164 @@ namespace v1 = loom::v1;
 using loom::testing::bench::Gpu;
 using loom::testing::bench::Percentile;
 
-int main(int argc, char** argv) {
-  int n_jobs = 10000;
+namespace {
+
+// Counts the transactions (group commit: fewer than registrations).
+class CountingStore final : public loom::controller::Store {
+ public:
+  explicit CountingStore(loom::controller::Store& inner) : inner_(inner) {}
+  loom::Status Load(size_t max_events, loom::controller::StoredState* out,
+                    size_t max_event_bytes) override {
+    return inner_.Load(max_events, out, max_event_bytes);
+  }
+  loom::Status Commit(const loom::controller::Mutation& m) override {
+    ++commits;
+    return inner_.Commit(m);
+  }
+  loom::Status ReadResponse(const std::string& request_id, std::string* out) override {
+    return inner_.ReadResponse(request_id, out);
+  }
+  loom::Status ReadEvents(uint64_t from, uint64_t to, size_t max_bytes,
+                          std::vector<v1::Event>* out) override {
+    return inner_.ReadEvents(from, to, max_bytes, out);
+  }
+  loom::Status Vacuum(int max_pages, int64_t* free_pages) override {
+    return inner_.Vacuum(max_pages, free_pages);
+  }
+  std::atomic<uint64_t> commits{0};
+
+ private:
+  loom::controller::Store& inner_;
+};
+
+struct Run {
+  int n_jobs = 0;
+  int clients = 1;
   bool overload_recompute = true;
+};
+
+// Registers `reqs` with `clients` clients in flight; prints the table. Returns false on
+// an error.
+bool RunOnce(const Run& run, const std::shared_ptr<const loom::topology::TopologyIndex>& index,
+             const std::vector<v1::RegisterJobRequest>& reqs) {
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("loom-register-bench-" + std::to_string(getpid()) + "-" +
+                           std::to_string(run.clients));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  loom::Status st;
+  auto sqlite = loom::controller::SqliteStore::Open(dir + "/loom.db", &st);
+  if (!sqlite) {
+    std::fprintf(stderr, "store: %s\n", st.message().c_str());
+    return false;
+  }
+  CountingStore store(*sqlite);
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  loom::SteadyClock clock;
+  prometheus::Registry registry;
+  loom::controller::ControllerOptions opts;
+  opts.recompute_on_overload = run.overload_recompute;
+  loom::controller::Controller controller(io, clock, store, index, registry, opts);
+  if (!controller.Start().ok()) return false;
+  const uint64_t commits_at_start = store.commits.load();
+  std::thread core([&io] { io.run(); });
+  std::atomic<bool> stop{false};
+  std::thread ticker([&] {
+    while (!stop.load()) {
+      controller.Tick();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+
+  std::printf("== %d registrations, %d client(s) in flight, 4,096 GPUs (512 hosts x 8, 32 "
+              "spines, 400G), %s\n",
+              run.n_jobs, run.clients,
+              run.overload_recompute ? "overload re-placement rate-limited (1/s)"
+                                     : "overload re-placement off");
+  std::printf("%8s %9s %9s %9s %9s\n", "jobs", "jobs/s", "p50 ms", "p99 ms", "max util");
+  std::fflush(stdout);
+  std::mutex mu;  // guards the figures below
+  std::vector<double> all, window;
+  int done_count = 0;
+  double last_util = 0;
+  bool failed = false;
+  const auto t_start = std::chrono::steady_clock::now();
+  auto t_window = t_start;
+  std::atomic<int> next{0};
+  auto client = [&]() {
+    for (;;) {
+      const int i = next.fetch_add(1);
+      if (i >= run.n_jobs) return;
+      std::promise<std::pair<loom::Status, v1::RegisterJobResponse>> p;
+      const auto t0 = std::chrono::steady_clock::now();
+      controller.RegisterJob(reqs[static_cast<size_t>(i)],
+                             [&p](loom::Status s, v1::RegisterJobResponse resp) {
+                               p.set_value({s, std::move(resp)});
+                             });
+      auto [s, resp] = p.get_future().get();
+      const auto t1 = std::chrono::steady_clock::now();
+      const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+      std::lock_guard<std::mutex> lock(mu);
+      if (!s.ok()) {
+        std::fprintf(stderr, "job%d: %s\n", i, s.message().c_str());
+        failed = true;
+        next = run.n_jobs;
+        return;
+      }
+      last_util = resp.job().status().assignment().predicted_max_utilization();
+      all.push_back(ms);
+      window.push_back(ms);
+      if (++done_count % 1000 == 0) {
+        const double secs = std::chrono::duration<double>(t1 - t_window).count();
+        std::printf("%8d %9.0f %9.2f %9.2f %9.2f\n", done_count, 1000 / secs,
+                    Percentile(window, 0.5), Percentile(window, 0.99), last_util);
+        std::fflush(stdout);
+        window.clear();
+        t_window = t1;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int c = 0; c < run.clients; ++c) threads.emplace_back(client);
+  for (auto& t : threads) t.join();
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  if (!failed) {
+    std::printf(
+        "overall: %d jobs in %.1f s = %.0f jobs/s; latency p50 %.2f ms, p99 %.2f ms, max %.1f "
+        "ms; %llu store transactions\n",
+        run.n_jobs, total, run.n_jobs / total, Percentile(all, 0.5), Percentile(all, 0.99),
+        Percentile(all, 1.0),
+        static_cast<unsigned long long>(store.commits.load() - commits_at_start));
+    std::fflush(stdout);
+  }
+  stop = true;
+  ticker.join();
+  work.reset();
+  io.stop();
+  core.join();
+  std::filesystem::remove_all(dir);
+  return !failed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Run run;
+  run.n_jobs = 10000;
+  int clients = 8;
+  bool only_concurrent = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-overload-recompute") {
-      overload_recompute = false;
+      run.overload_recompute = false;
+    } else if (a == "--clients" && i + 1 < argc) {
+      clients = std::atoi(argv[++i]);
+    } else if (a == "--only-concurrent") {
+      only_concurrent = true;
     } else {
-      n_jobs = std::atoi(argv[i]);
+      run.n_jobs = std::atoi(argv[i]);
     }
   }
   loom::topology::RailParams r;
@@ -56,42 +211,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto index = std::make_shared<const loom::topology::TopologyIndex>(topo);
-  const std::string dir =
-      std::filesystem::temp_directory_path() / ("loom-register-bench-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  loom::Status st;
-  auto store = loom::controller::SqliteStore::Open(dir + "/loom.db", &st);
-  if (!store) {
-    std::fprintf(stderr, "store: %s\n", st.message().c_str());
-    return 1;
-  }
-  boost::asio::io_context io;
-  auto work = boost::asio::make_work_guard(io);
-  loom::SteadyClock clock;
-  prometheus::Registry registry;
-  loom::controller::ControllerOptions opts;
-  opts.recompute_on_overload = overload_recompute;
-  loom::controller::Controller controller(io, clock, *store, index, registry, opts);
-  if (!controller.Start().ok()) return 1;
-  std::thread core([&io] { io.run(); });
-  std::atomic<bool> stop{false};
-  std::thread ticker([&] {
-    while (!stop.load()) {
-      controller.Tick();
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  });
 
+  // The same jobs for every run.
   std::mt19937_64 rng(7);
-  std::printf("== %d registrations, 4,096 GPUs (512 hosts x 8, 32 spines, 400G), %s\n", n_jobs,
-              overload_recompute ? "overload re-placement rate-limited (1/s)"
-                                 : "overload re-placement off");
-  std::printf("%8s %9s %9s %9s %9s\n", "jobs", "jobs/s", "p50 ms", "p99 ms", "max util");
-  std::vector<double> all, window;
-  const auto t_start = std::chrono::steady_clock::now();
-  auto t_window = t_start;
-  double last_util = 0;
-  for (int i = 0; i < n_jobs; ++i) {
+  std::vector<v1::RegisterJobRequest> reqs;
+  for (int i = 0; i < run.n_jobs; ++i) {
     v1::RegisterJobRequest req;
     auto* j = req.mutable_job();
     j->set_job_id("job" + std::to_string(i));
@@ -109,42 +233,15 @@ int main(int argc, char** argv) {
       for (int h : hs) j->add_endpoints(Gpu(h, g));
     }
     req.set_request_id("r" + std::to_string(i));
-    std::promise<std::pair<loom::Status, v1::RegisterJobResponse>> p;
-    const auto t0 = std::chrono::steady_clock::now();
-    controller.RegisterJob(std::move(req), [&p](loom::Status s, v1::RegisterJobResponse resp) {
-      p.set_value({s, std::move(resp)});
-    });
-    auto [s, resp] = p.get_future().get();
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (!s.ok()) {
-      std::fprintf(stderr, "job%d: %s\n", i, s.message().c_str());
-      return 1;
-    }
-    last_util = resp.job().status().assignment().predicted_max_utilization();
-    all.push_back(ms);
-    window.push_back(ms);
-    if ((i + 1) % 1000 == 0) {
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_window).count();
-      std::printf("%8d %9.0f %9.2f %9.2f %9.2f\n", i + 1, 1000 / secs, Percentile(window, 0.5),
-                  Percentile(window, 0.99), last_util);
-      std::fflush(stdout);
-      window.clear();
-      t_window = std::chrono::steady_clock::now();
-    }
+    reqs.push_back(std::move(req));
   }
-  const double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::printf(
-      "overall: %d jobs in %.1f s = %.0f jobs/s; latency p50 %.2f ms, p99 %.2f ms, max %.1f ms\n",
-      n_jobs, total, n_jobs / total, Percentile(all, 0.5), Percentile(all, 0.99),
-      Percentile(all, 1.0));
-  stop = true;
-  ticker.join();
-  work.reset();
-  io.stop();
-  core.join();
-  std::filesystem::remove_all(dir);
+  if (!only_concurrent) {
+    run.clients = 1;
+    if (!RunOnce(run, index, reqs)) return 1;
+  }
+  if (clients > 1 || only_concurrent) {
+    run.clients = std::max(1, clients);
+    if (!RunOnce(run, index, reqs)) return 1;
+  }
   return 0;
 }

@@ -13,6 +13,35 @@
 namespace loom::controller {
 namespace {
 
+// A store that counts its transactions and fails them on request.
+class FlakyStore final : public Store {
+ public:
+  explicit FlakyStore(Store& inner) : inner_(inner) {}
+  Status Load(size_t max_events, StoredState* out, size_t max_event_bytes) override {
+    return inner_.Load(max_events, out, max_event_bytes);
+  }
+  Status Commit(const Mutation& m) override {
+    ++commits;
+    if (fail) return Status(StatusCode::kInternal, "disk on fire");
+    return inner_.Commit(m);
+  }
+  Status ReadResponse(const std::string& request_id, std::string* out) override {
+    return inner_.ReadResponse(request_id, out);
+  }
+  Status ReadEvents(uint64_t from, uint64_t to, size_t max_bytes,
+                    std::vector<v1::Event>* out) override {
+    return inner_.ReadEvents(from, to, max_bytes, out);
+  }
+  Status Vacuum(int max_pages, int64_t* free_pages) override {
+    return inner_.Vacuum(max_pages, free_pages);
+  }
+  std::atomic<int> commits{0};
+  std::atomic<bool> fail{false};
+
+ private:
+  Store& inner_;
+};
+
 // Runs a Controller on its own io_context thread; calls are made synchronous.
 class Harness {
  public:
@@ -22,7 +51,8 @@ class Harness {
     Status st;
     store_ = SqliteStore::Open(db, &st);
     EXPECT_TRUE(store_) << st.message();
-    controller_ = std::make_unique<Controller>(io_, clock_, *store_, topo, registry_, opts);
+    flaky_ = std::make_unique<FlakyStore>(*store_);
+    controller_ = std::make_unique<Controller>(io_, clock_, *flaky_, topo, registry_, opts);
     start_status_ = controller_->Start();
     thread_ = std::thread([this] { io_.run(); });
   }
@@ -58,6 +88,20 @@ class Harness {
   }
 
   Controller& c() { return *controller_; }
+  FlakyStore& store() { return *flaky_; }
+  // Holds the controller strand until the returned promise is set (what arrives
+  // meanwhile waits, as behind a long placement).
+  std::shared_ptr<std::promise<void>> HoldStrand() {
+    auto release = std::make_shared<std::promise<void>>();
+    std::promise<void> held;
+    auto wait = release->get_future().share();
+    controller_->WithReconciler([wait, &held](const Reconciler&) {
+      held.set_value();
+      wait.wait();
+    });
+    held.get_future().wait();
+    return release;
+  }
   prometheus::Registry& registry() { return registry_; }
   VirtualClock clock_{0};
   Status start_status_;
@@ -67,6 +111,7 @@ class Harness {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   prometheus::Registry registry_;
   std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<FlakyStore> flaky_;
   std::unique_ptr<Controller> controller_;
   std::thread thread_;
 };
@@ -473,6 +518,135 @@ TEST(ControllerPlacementTest, RegistrationThatOverloadsALinkTriggersAFullRecompu
     EXPECT_LE(gr.job().status().assignment().predicted_max_utilization(), 1.0 + 1e-9);
   }
   EXPECT_GT(moved, 0);
+}
+
+// Group commit: registrations that arrive while the strand is busy.
+using RegisterResult = std::future<std::pair<Status, v1::RegisterJobResponse>>;
+RegisterResult RegisterAsync(Controller& c, v1::RegisterJobRequest req) {
+  auto p = std::make_shared<std::promise<std::pair<Status, v1::RegisterJobResponse>>>();
+  RegisterResult f = p->get_future();
+  c.RegisterJob(std::move(req), [p](Status s, v1::RegisterJobResponse r) {
+    p->set_value({s, std::move(r)});
+  });
+  return f;
+}
+
+// Registrations that wait for the strand are committed in one transaction, each
+// answered after it, with its own event and revision; a retry of one of them (same
+// request id) in the same batch gets the first answer, and the same job id again is
+// refused; everything is there after a restart; placement is what one-by-one gives.
+TEST_F(ControllerTest, RegistrationsArrivingTogetherAreCommittedTogether) {
+  const std::vector<std::string> ids = {"a", "b", "c", "d", "e"};
+  std::vector<v1::PathAssignment> one_by_one;
+  {
+    loom::testing::TempDir other;
+    Harness h(other.File("loom.db"), topo_);
+    for (const auto& id : ids) {
+      auto [s, r] = h.Call(&Controller::RegisterJob, JobReq(id, "req-" + id));
+      ASSERT_TRUE(s.ok()) << s.message();
+      one_by_one.push_back(r.job().status().assignment());
+    }
+  }
+  {
+    Harness h(db_, topo_);
+    ASSERT_TRUE(h.start_status_.ok());
+    const int commits_before = h.store().commits;
+    auto release = h.HoldStrand();
+    std::vector<RegisterResult> results;
+    for (const auto& id : ids) results.push_back(RegisterAsync(h.c(), JobReq(id, "req-" + id)));
+    RegisterResult retry = RegisterAsync(h.c(), JobReq("b", "req-b"));
+    RegisterResult again = RegisterAsync(h.c(), JobReq("c", "another-request"));
+    release->set_value();
+    std::set<uint64_t> revisions;
+    uint64_t revision_of_b = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto [s, r] = results[i].get();
+      ASSERT_TRUE(s.ok()) << ids[i] << ": " << s.message();
+      EXPECT_EQ(r.job().job_id(), ids[i]);
+      EXPECT_EQ(loom::te::Placement::RouteKey(r.job().status().assignment()),
+                loom::te::Placement::RouteKey(one_by_one[i]))
+          << ids[i];
+      revisions.insert(r.job().status().revision());
+      if (ids[i] == "b") revision_of_b = r.job().status().revision();
+    }
+    EXPECT_EQ(revisions.size(), ids.size());
+    auto [rs, rr] = retry.get();
+    ASSERT_TRUE(rs.ok()) << rs.message();
+    EXPECT_EQ(rr.job().status().revision(), revision_of_b);
+    auto [as, ar] = again.get();
+    EXPECT_EQ(as.code(), StatusCode::kAlreadyExists) << as.message();
+    // One transaction for the five; the retry and the duplicate are answered from
+    // the committed state without writing.
+    EXPECT_EQ(h.store().commits - commits_before, 1);
+    int registered = 0;
+    for (const auto& e : h.Replay(1)) registered += e.type() == v1::EVENT_TYPE_JOB_REGISTERED;
+    EXPECT_EQ(registered, 5);
+  }
+  Harness h(db_, topo_);
+  ASSERT_TRUE(h.start_status_.ok());
+  auto [s, list] = h.Call(&Controller::ListJobs, v1::ListJobsRequest());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(list.jobs_size(), 5);
+  auto [rs, rr] = h.Call(&Controller::RegisterJob, JobReq("d", "req-d"));
+  EXPECT_TRUE(rs.ok()) << rs.message();  // the retry after a restart: the first answer
+  EXPECT_EQ(rr.job().job_id(), "d");
+}
+
+// A failed group commit fails every registration of the batch and undoes them all:
+// nothing is registered, evented or remembered, and registering them again places
+// them as on a fresh controller.
+TEST_F(ControllerTest, AFailedGroupCommitFailsAndUndoesEveryRegistrationOfTheBatch) {
+  loom::testing::MixedJobs mixed = loom::testing::MakeMixedJobs();
+  // The last job overloads the fabric: the batch runs a full re-placement too.
+  ControllerOptions opts;
+  opts.wall_clock_pacing = false;
+  std::vector<v1::PathAssignment> fresh;
+  {
+    loom::testing::TempDir other;
+    Harness h(other.File("loom.db"), mixed.topo, opts);
+    for (const auto& job : mixed.jobs) {
+      v1::RegisterJobRequest req;
+      *req.mutable_job() = job;
+      req.set_request_id("req-" + job.job_id());
+      auto [s, r] = h.Call(&Controller::RegisterJob, req);
+      ASSERT_TRUE(s.ok()) << s.message();
+      fresh.push_back(r.job().status().assignment());
+    }
+  }
+  Harness h(db_, mixed.topo, opts);
+  ASSERT_TRUE(h.start_status_.ok());
+  const uint64_t events_before = h.Replay(1).size();
+  auto release = h.HoldStrand();
+  std::vector<RegisterResult> results;
+  for (const auto& job : mixed.jobs) {
+    v1::RegisterJobRequest req;
+    *req.mutable_job() = job;
+    req.set_request_id("req-" + job.job_id());
+    results.push_back(RegisterAsync(h.c(), req));
+  }
+  h.store().fail = true;
+  release->set_value();
+  for (auto& f : results) {
+    auto [s, r] = f.get();
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.message();
+  }
+  h.store().fail = false;
+  auto [ls, list] = h.Call(&Controller::ListJobs, v1::ListJobsRequest());
+  ASSERT_TRUE(ls.ok());
+  EXPECT_EQ(list.jobs_size(), 0);
+  EXPECT_EQ(h.Replay(1).size(), events_before);
+  // Again, one by one: the same requests are new (nothing was remembered) and land
+  // where they land on a fresh controller (the placement was undone).
+  for (size_t i = 0; i < mixed.jobs.size(); ++i) {
+    v1::RegisterJobRequest req;
+    *req.mutable_job() = mixed.jobs[i];
+    req.set_request_id("req-" + mixed.jobs[i].job_id());
+    auto [s, r] = h.Call(&Controller::RegisterJob, req);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(loom::te::Placement::RouteKey(r.job().status().assignment()),
+              loom::te::Placement::RouteKey(fresh[i]))
+        << mixed.jobs[i].job_id();
+  }
 }
 
 }  // namespace

@@ -745,3 +745,130 @@ TEST(PathEngineTest, KempeChainsPlaceAPermutationOfWholeFlowsOnePerLink) {
 
 }  // namespace
 }  // namespace loom::te
+
+namespace loom::te {
+namespace {
+
+// A random sequence of changes on a small rail fabric (16 hosts x 4 NICs, 16 leaves,
+// 4 spines) driven over capacity — jobs of tenant t0, whose policy allows spraying,
+// jobs on reorder-tolerant NICs, permutations whose pairing is a guess (footprint
+// routes), rings and all-to-alls; registrations, updates that change a job's
+// eligibility, releases, full recomputes, confirmations — checking after each step
+// that the incremental bookkeeping equals a recompute from scratch
+// (Placement::CheckIncrementalState). Returns what the reasons showed.
+struct SequenceSeen {
+  int sprayed_routes = 0, overload_sprayed = 0, budget_notes = 0;
+};
+SequenceSeen RunRandomSequence(const loom::te::DeviceLimitsMap& limits, uint32_t seed) {
+  SequenceSeen seen;
+  loom::topology::RailParams r;
+  r.hosts = 16;
+  r.hosts_per_stripe = 4;
+  r.spines = 4;
+  r.links_per_spine = 1;
+  r.host.gpus_per_host = 4;
+  r.host.nics_per_host = 4;
+  v1::Topology t;
+  std::string err;
+  EXPECT_TRUE(loom::topology::GenerateRail(r, &t, &err)) << err;
+  auto topo = std::make_shared<const loom::topology::TopologyIndex>(t);
+  Placement p(topo, {});
+  p.SetDeviceLimits(limits);
+  v1::PolicySet set;
+  auto* rule = set.add_rules();
+  rule->set_name("spray-t0");
+  rule->mutable_match()->add_tenants("t0");
+  rule->mutable_action()->set_spray_eligible(true);
+  p.SetPolicy(set);
+  std::set<std::string> tolerant;
+  for (int h = 8; h < 12; ++h) {
+    for (int n = 0; n < 4; ++n) {
+      char nic[32];
+      std::snprintf(nic, sizeof(nic), "host%03d-nic%d", h, n);
+      tolerant.insert(nic);
+    }
+  }
+  p.SetReorderTolerantNics(tolerant);
+  const v1::CollectivePattern kinds[] = {
+      v1::COLLECTIVE_PATTERN_RING_ALLREDUCE, v1::COLLECTIVE_PATTERN_ALL_TO_ALL,
+      v1::COLLECTIVE_PATTERN_PERMUTATION, v1::COLLECTIVE_PATTERN_UNSPECIFIED};
+  std::mt19937 rng(seed);
+  std::set<std::string> live;
+  for (int step = 0; step < 200; ++step) {
+    const int action = std::uniform_int_distribution<int>(0, 9)(rng);
+    const std::string id = "j" + std::to_string(std::uniform_int_distribution<int>(0, 39)(rng));
+    if (action == 0 && live.count(id)) {
+      p.Remove(id);
+      live.erase(id);
+    } else if (action == 1 && step % 3 == 0) {
+      p.Recompute(PlacementMode::kFull);
+    } else if (action == 2 && live.count(id)) {
+      p.SetDemandConfirmed(id);
+    } else if (action == 3 && live.count(id)) {
+      // A measured scale changes the job's rates at the next recompute.
+      p.SetDemandScale(id, std::uniform_int_distribution<int>(0, 1)(rng) ? 0.3 : 1.0);
+      p.Recompute(PlacementMode::kFull);
+    } else {
+      v1::Job job;
+      job.set_job_id(id);
+      job.set_tenant("t" + std::to_string(std::uniform_int_distribution<int>(0, 2)(rng)));
+      job.set_traffic_class(3);
+      job.set_collective(kinds[std::uniform_int_distribution<int>(0, 3)(rng)]);
+      // Hosts 8..11 are reorder-tolerant: some jobs lie there only.
+      const bool on_tolerant = std::uniform_int_distribution<int>(0, 3)(rng) == 0;
+      std::set<int> hosts;
+      const int n = 1 << std::uniform_int_distribution<int>(1, 2)(rng);
+      while (static_cast<int>(hosts.size()) < n) {
+        hosts.insert(on_tolerant ? 8 + std::uniform_int_distribution<int>(0, 3)(rng)
+                                 : std::uniform_int_distribution<int>(0, 15)(rng));
+      }
+      for (int g = 0; g < 4; ++g) {
+        for (int h : hosts) {
+          char gpu[32];
+          std::snprintf(gpu, sizeof(gpu), "host%03d-gpu%d", h, g);
+          job.add_endpoints(gpu);
+        }
+      }
+      p.Upsert(job);
+      live.insert(id);
+    }
+    const std::string diff = p.CheckIncrementalState();
+    EXPECT_EQ(diff, "") << "step " << step;
+    if (!diff.empty()) break;
+    for (const auto& j : live) {
+      const v1::PathAssignment a = p.AssignmentOf(j);
+      for (const auto& route : a.routes()) seen.sprayed_routes += route.sprayed_at_size() > 0;
+      seen.overload_sprayed +=
+          a.reason().find("pinning whole flows cannot fit") != std::string::npos;
+      seen.budget_notes += a.reason().find("left out for route budgets") != std::string::npos;
+    }
+  }
+  return seen;
+}
+
+// Spraying is decided over the jobs that may be sprayed only (the others' units are
+// never sprayed): the same as deciding it over every job.
+TEST(PlacementTest, IncrementalSprayingMatchesDecidingOverEveryJob) {
+  SequenceSeen seen = RunRandomSequence({}, 11);
+  // The sequence did exercise spraying, for unknown pairings and on overloaded leaves.
+  EXPECT_GT(seen.sprayed_routes, 0);
+  EXPECT_GT(seen.overload_sprayed, 0);
+}
+
+// What route budgets leave out of one job is found from a per-leaf index kept with
+// the jobs, not the whole route table: the index equals one built afresh and its
+// notes are the table's, with footprint routes, sprayed units and recomputes.
+TEST(PlacementTest, IncrementalRouteBudgetNotesMatchTheWholeTable) {
+  loom::te::DeviceLimitsMap limits;
+  for (int s = 0; s < 4; ++s) {
+    for (int rail = 0; rail < 4; ++rail) {
+      limits["leaf-s" + std::to_string(s) + "-r" + std::to_string(rail)].max_routes = 6;
+    }
+  }
+  SequenceSeen seen = RunRandomSequence(limits, 5);
+  EXPECT_GT(seen.budget_notes, 0);
+  EXPECT_GT(seen.sprayed_routes, 0);
+}
+
+}  // namespace
+}  // namespace loom::te
