@@ -373,6 +373,10 @@ Status Controller::CommitAndPublish(Mutation& m) {
       ++pruned;
     }
     events_compacted_->Increment(static_cast<double>(pruned));
+    while (!catchup_cache_.empty() && catchup_cache_.begin()->first < m.prune_events_before) {
+      catchup_cache_bytes_ -= catchup_cache_.begin()->second.bytes;
+      catchup_cache_.erase(catchup_cache_.begin());
+    }
     while (!history_.empty() && history_.front().revision() < m.prune_events_before) {
       history_bytes_ -= history_sizes_.front();
       history_sizes_.pop_front();
@@ -1202,11 +1206,8 @@ void Controller::Fill(uint64_t id) {
   // Work per strand turn for a bounded watcher: the strand also serves writes.
   constexpr size_t kTurnEvents = 64;
   constexpr size_t kTurnBytes = size_t{512} << 10;
-  constexpr size_t kStorePageBytes = size_t{1} << 20;
+  constexpr size_t kCatchUpCacheBytes = size_t{16} << 20;
   size_t sent = 0, sent_bytes = 0;
-  std::vector<v1::Event> page;  // read from the store
-  std::vector<EventBytes> page_wire;
-  size_t page_pos = 0;
   while (true) {
     auto it = subscribers_.find(id);
     if (it == subscribers_.end()) return;
@@ -1245,14 +1246,18 @@ void Controller::Fill(uint64_t id) {
       ev = &history_[i];
       wire = history_wire_[i];
     } else {
-      if (page_pos >= page.size() || page[page_pos].revision() < sub.next) {
-        page.clear();
-        page_wire.clear();
-        page_pos = 0;
-        const uint64_t to = history_.empty() ? revision_ : history_.front().revision() - 1;
-        Status s = store_.ReadEvents(sub.next, to, kStorePageBytes, &page);
-        if (s.ok() && page.empty() && !history_.empty()) {
-          sub.next = history_.front().revision();  // a gap up to the memory cache
+      // Older than the memory cache: from the catch-up cache, which holds the
+      // pages lagging watchers read from the store (shared: watchers behind by
+      // about as much read each page once).
+      auto at = catchup_cache_.lower_bound(sub.next);
+      if (at == catchup_cache_.end() || at->first != sub.next) {
+        const uint64_t to = std::min(
+            history_.empty() ? revision_ : history_.front().revision() - 1,
+            sub.next + 2 * kTurnEvents - 1);
+        std::vector<v1::Event> page;
+        Status s = store_.ReadEvents(sub.next, to, kTurnBytes, &page);
+        if (s.ok() && page.empty() && to < revision_) {
+          sub.next = to + 1;  // revisions never committed (a gap)
           continue;
         }
         if (!s.ok() || page.empty()) {
@@ -1265,19 +1270,31 @@ void Controller::Fill(uint64_t id) {
                    {sub.next, 0, 0});
           return;
         }
+        for (auto& e : page) {
+          const uint64_t r = e.revision();
+          if (catchup_cache_.count(r)) continue;
+          CachedEvent c;
+          c.wire = std::make_shared<const std::string>(e.SerializeAsString());
+          c.bytes = e.SpaceUsedLong() + c.wire->capacity();
+          c.ev = std::move(e);
+          catchup_cache_bytes_ += c.bytes;
+          catchup_cache_.emplace(r, std::move(c));
+        }
+        // Bounded: the oldest pages go first (watchers move forward).
+        while (catchup_cache_bytes_ > kCatchUpCacheBytes && catchup_cache_.size() > page.size()) {
+          catchup_cache_bytes_ -= catchup_cache_.begin()->second.bytes;
+          catchup_cache_.erase(catchup_cache_.begin());
+        }
+        at = catchup_cache_.lower_bound(sub.next);  // a gap is skipped
+        if (at == catchup_cache_.end()) continue;
       }
-      ev = &page[page_pos];
-      if (page_wire.size() != page.size()) page_wire.assign(page.size(), nullptr);
-      if (!page_wire[page_pos]) {
-        page_wire[page_pos] = std::make_shared<const std::string>(ev->SerializeAsString());
-      }
-      wire = page_wire[page_pos];
+      ev = &at->second.ev;
+      wire = at->second.wire;
     }
     const size_t ev_bytes = wire->size();
     switch (sub.watcher.offer(*ev, wire)) {
       case Offer::kTaken:
         sub.next = ev->revision() + 1;
-        if (page_pos < page.size() && ev == &page[page_pos]) ++page_pos;
         ++sent;
         sent_bytes += ev_bytes;
         break;

@@ -331,6 +331,15 @@ class Controller {
   uint64_t OldestRetained() const {
     return retained_.empty() ? revision_ + 1 : retained_.front().first;
   }
+  // Events read from the store for lagging watchers (at most 16 MiB, oldest
+  // evicted first), shared by every watcher catching up through them.
+  struct CachedEvent {
+    loom::v1::Event ev;
+    EventBytes wire;
+    size_t bytes = 0;
+  };
+  std::map<uint64_t, CachedEvent> catchup_cache_;
+  size_t catchup_cache_bytes_ = 0;
   // Compaction left free pages to give back (Tick).
   bool vacuum_due_ = false;
   void VacuumSome();
