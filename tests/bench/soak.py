@@ -6,8 +6,8 @@ Preloads --jobs jobs (default 10,000; each --job-hosts hosts x --job-gpus GPUs,
 default 1 or 2 hosts x 2 GPUs) on a 4,096-GPU rail fabric (512 hosts x 8, 32
 spines), opens --watchers WatchEvents streams (default 100) of which --idle
 (default 20) never read and --slow (default 10) read slowly, then churns for
---minutes (default 10): --writers concurrent clients update, release and
-register jobs, each call with a request_id and retried with it while loomd is
+--minutes (default 10): --writers concurrent clients (--rate writes/s in all,
+default 100) update, release and register jobs, each call with a request_id and retried with it while loomd is
 down. Halfway, loomd is killed with SIGKILL and restarted on the same database
 and port; watchers reconnect and resume from the last revision they processed
 (docs/watch.md), writers retry.
@@ -146,6 +146,27 @@ def error_info(err):
     return None
 
 
+def varint(b, i):
+    shift = value = 0
+    while True:
+        c = b[i]
+        i += 1
+        value |= (c & 0x7f) << shift
+        if c < 0x80:
+            return value, i
+        shift += 7
+
+
+def revision_of(raw):
+    """Event.revision of a serialized WatchEventsResponse (field 1: event;
+    its field 1: revision), without parsing the rest."""
+    assert raw[0] == 0x0a
+    _, i = varint(raw, 1)
+    if raw[i] != 0x08:
+        return 0
+    return varint(raw, i + 1)[0]
+
+
 class Watcher(threading.Thread):
     """A WatchEvents client following the resume protocol; counts what it
     never received (lost) from its start revision to the end."""
@@ -163,12 +184,15 @@ class Watcher(threading.Thread):
         f = pb["fabric"]
         while not self.stop.is_set():
             channel = grpc.insecure_channel(self.server.address)
-            watch = stub(channel, "FabricService", "WatchEvents", f.WatchEventsRequest,
-                         f.WatchEventsResponse, stream=True)
+            # Raw bytes: only the revision is decoded (a Python client cannot
+            # parse ~100 x hundreds of events/s on the 2 cores loomd also uses).
+            watch = channel.unary_stream("/loom.v1.FabricService/WatchEvents",
+                                         request_serializer=lambda m: m.SerializeToString(),
+                                         response_deserializer=None)
             try:
                 self.call = watch(f.WatchEventsRequest(start_revision=self.next))
-                for resp in self.call:
-                    r = resp.event.revision
+                for raw in self.call:
+                    r = revision_of(raw)
                     if r < self.next:
                         self.dups += 1  # repeated after a resume: skipped
                         continue
@@ -355,7 +379,14 @@ class Writers:
         ch, st = self.stubs()
         rng = random.Random(index)
         gen = 0
+        period = self.args.writers / self.args.rate if self.args.rate > 0 else 0
+        next_at = time.monotonic()
         while not stop.is_set():
+            if period:
+                next_at += period
+                delay = next_at - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
             with self.lock:
                 victim = rng.choice(tuple(self.live)) if self.live else None
             op = rng.random()
@@ -392,6 +423,8 @@ def main():
     p.add_argument("--idle", type=int, default=20)
     p.add_argument("--slow", type=int, default=10)
     p.add_argument("--writers", type=int, default=4)
+    p.add_argument("--rate", type=float, default=100,
+                   help="churn writes/s in all (0 = as fast as loomd answers)")
     p.add_argument("--minutes", type=float, default=10)
     p.add_argument("--sample", type=float, default=15, help="RSS sample period, seconds")
     p.add_argument("--policy", default="catch-up", choices=["catch-up", "cut"])
@@ -410,9 +443,9 @@ def main():
     server = Server(args, topology, work)
     server.start()
     print("== soak: %d jobs (%s hosts x %d GPUs each), %d watchers (%d never read, %d slow), "
-          "%d writers, %.1f min, slow_watcher_policy=%s, kill -9 %s" %
+          "%d writers at %s writes/s, %.1f min, slow_watcher_policy=%s, kill -9 %s" %
           (args.jobs, "/".join(map(str, args.job_hosts)), args.job_gpus, args.watchers,
-           args.idle, args.slow, args.writers, args.minutes, args.policy,
+           args.idle, args.slow, args.writers, args.rate or "max", args.minutes, args.policy,
            "none" if args.no_kill else "at the half"), flush=True)
     writers = Writers(server, gpus, args)
     t0 = time.monotonic()
