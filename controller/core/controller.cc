@@ -255,7 +255,8 @@ Status Controller::Start() {
     std::optional<loom::te::Placement> reloaded;
     if (overloaded) reloaded.emplace(placement_);
     placement_.Recompute(loom::te::PlacementMode::kFull);
-    if (reloaded && placement_.max_utilization() >= reloaded->max_utilization() - 1e-9) {
+    if (reloaded && placement_.max_utilization() >
+                        reloaded->max_utilization() * (1.0 - options_.overload_min_gain) - 1e-9) {
       placement_ = std::move(*reloaded);
     }
   }
@@ -542,7 +543,8 @@ int Controller::RecomputeInto(Mutation& m, const std::string& cause,
   placement_seconds_.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (keep_unless_better && !changed.empty() &&
-      placement_.max_utilization() >= keep_unless_better->max_utilization() - 1e-9) {
+      placement_.max_utilization() >
+          keep_unless_better->max_utilization() * (1.0 - options_.overload_min_gain) - 1e-9) {
     // An overload re-placement that does not lower the worst link moves jobs
     // for nothing (and, on a fabric that cannot fit its jobs, would reshuffle
     // them at every batch): keep the placement as it was.

@@ -93,6 +93,11 @@ struct ControllerOptions {
   // for every registration).
   bool recompute_on_overload = true;
   TimeNs overload_recompute_interval_ns = 1 * kNsPerSec;
+  // Such a re-placement (and the one at a restart on an over-capacity fabric)
+  // is kept only when it lowers the predicted worst link by at least this
+  // fraction; otherwise nothing moves (moving thousands of jobs for a few
+  // percent on a fabric that cannot fit them is churn, not progress).
+  double overload_min_gain = 0.05;
   // Keep expensive strand work (full re-placements on overload, building every
   // switch's desired state) under ~20 % of the strand's wall time by spacing it
   // 4 x its last duration. Virtual-time runs (closed-loop tests, benchmarks)
@@ -286,8 +291,8 @@ class Controller {
   // Full recompute after a change of topology, drains or policy; adds the
   // changed jobs and their JOB_UPDATED events to `m`. Returns jobs moved.
   // With `keep_unless_better`: when the recompute does not lower the predicted
-  // maximum utilization below that placement's, it is restored and nothing
-  // moves. `skip` is left out of the events (its caller reports it).
+  // maximum utilization by options_.overload_min_gain of that placement's, it
+  // is restored and nothing moves. `skip` is left out of the events (its caller reports it).
   int RecomputeInto(Mutation& m, const std::string& cause,
                     std::map<std::string, loom::v1::Job>* updated,
                     const loom::te::Placement* keep_unless_better = nullptr,
