@@ -5,12 +5,12 @@
 
 #include <cerrno>
 #include <chrono>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "api/loomctl/table.h"
 #include "common/file.h"
@@ -662,8 +662,8 @@ int CmdWatch(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& 
                                       s.error_code() == grpc::StatusCode::UNAVAILABLE);
     if (progressed) attempt = 0;
     if (!resumable || attempt >= 10 || next == 0) return Report(s, ctx);
-    std::cerr << "loomctl: watch stream ended (" << s.error_message() << "); resuming from revision "
-              << next << "\n";
+    std::cerr << "loomctl: watch stream ended (" << s.error_message()
+              << "); resuming from revision " << next << "\n";
     std::this_thread::sleep_for(std::chrono::milliseconds(200 << std::min(attempt, 5)));
   }
 }

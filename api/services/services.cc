@@ -150,7 +150,7 @@ WatchEncode EncodeMessage(std::function<bool(const v1::Event&, Resp*)> fill) {
 bool EncodeWatchEventsResponse(const Controller::EventBytes& wire, grpc::ByteBuffer* out,
                                size_t* size) {
   std::string header(1, '\x0a');  // field 1, length-delimited
-  for (uint64_t n = wire->size(); ; n >>= 7) {
+  for (uint64_t n = wire->size();; n >>= 7) {
     if (n < 0x80) {
       header.push_back(static_cast<char>(n));
       break;
@@ -160,8 +160,9 @@ bool EncodeWatchEventsResponse(const Controller::EventBytes& wire, grpc::ByteBuf
   auto* keep = new Controller::EventBytes(wire);
   grpc::Slice slices[2] = {
       grpc::Slice(header),
-      grpc::Slice(const_cast<char*>((*keep)->data()), (*keep)->size(),
-                  [](void* p) { delete static_cast<Controller::EventBytes*>(p); }, keep)};
+      grpc::Slice(
+          const_cast<char*>((*keep)->data()), (*keep)->size(),
+          [](void* p) { delete static_cast<Controller::EventBytes*>(p); }, keep)};
   *out = grpc::ByteBuffer(slices, 2);
   *size = header.size() + wire->size();
   return true;
@@ -571,31 +572,30 @@ void SchedulerServiceImpl::DoListJobs(v1::ListJobsRequest req, Reply<v1::ListJob
 grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerServiceImpl::DoWatchJobs(
     const v1::WatchJobsRequest& req) {
   std::string tenant = req.tenant();
-  return new WatchReactor(
-      controller_, req.start_revision(), !req.replay_only(),
-      EncodeMessage<v1::WatchJobsResponse>([tenant](const v1::Event& ev,
-                                                    v1::WatchJobsResponse* out) {
-        v1::JobChange change;
-        switch (ev.type()) {
-          case v1::EVENT_TYPE_JOB_REGISTERED:
-            change = v1::JOB_CHANGE_REGISTERED;
-            break;
-          case v1::EVENT_TYPE_JOB_UPDATED:
-            change = v1::JOB_CHANGE_UPDATED;
-            break;
-          case v1::EVENT_TYPE_JOB_RELEASED:
-            change = v1::JOB_CHANGE_RELEASED;
-            break;
-          default:
-            return false;
-        }
-        if (!tenant.empty() && ev.job().tenant() != tenant) return false;
-        out->set_revision(ev.revision());
-        out->set_change(change);
-        *out->mutable_job() = ev.job();
-        return true;
-      }),
-      options_.watch_buffer_bytes);
+  return new WatchReactor(controller_, req.start_revision(), !req.replay_only(),
+                          EncodeMessage<v1::WatchJobsResponse>(
+                              [tenant](const v1::Event& ev, v1::WatchJobsResponse* out) {
+                                v1::JobChange change;
+                                switch (ev.type()) {
+                                  case v1::EVENT_TYPE_JOB_REGISTERED:
+                                    change = v1::JOB_CHANGE_REGISTERED;
+                                    break;
+                                  case v1::EVENT_TYPE_JOB_UPDATED:
+                                    change = v1::JOB_CHANGE_UPDATED;
+                                    break;
+                                  case v1::EVENT_TYPE_JOB_RELEASED:
+                                    change = v1::JOB_CHANGE_RELEASED;
+                                    break;
+                                  default:
+                                    return false;
+                                }
+                                if (!tenant.empty() && ev.job().tenant() != tenant) return false;
+                                out->set_revision(ev.revision());
+                                out->set_change(change);
+                                *out->mutable_job() = ev.job();
+                                return true;
+                              }),
+                          options_.watch_buffer_bytes);
 }
 
 }  // namespace loom::api

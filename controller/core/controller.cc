@@ -676,9 +676,8 @@ void Controller::DrainRegistrations() {
       continue;
     }
     if (jobs_.count(req.job().job_id())) {
-      p.done(
-          AlreadyExists("job.job_id: job \"" + req.job().job_id() + "\" is already registered"),
-          {});
+      p.done(AlreadyExists("job.job_id: job \"" + req.job().job_id() + "\" is already registered"),
+             {});
       continue;
     }
     v1::Job job = req.job();
@@ -711,14 +710,14 @@ void Controller::DrainRegistrations() {
     batch_job_ids.insert(job.job_id());
     for (auto& [id, j] : updated) {
       auto it = jobs_.find(id);
-      jobs_undo.emplace_back(id, it == jobs_.end() ? std::nullopt
-                                                   : std::optional<v1::Job>(std::move(it->second)));
+      jobs_undo.emplace_back(
+          id, it == jobs_.end() ? std::nullopt : std::optional<v1::Job>(std::move(it->second)));
       jobs_[id] = std::move(j);
     }
     jobs_undo.emplace_back(job.job_id(), std::nullopt);
     jobs_[job.job_id()] = job;
-    staged.push_back({std::move(p.done), job.job_id(), job.tenant(), std::move(resp),
-                      std::move(before)});
+    staged.push_back(
+        {std::move(p.done), job.job_id(), job.tenant(), std::move(resp), std::move(before)});
   }
   if (!next.empty()) {
     bool post = false;
@@ -1126,12 +1125,12 @@ void Controller::StartWatch(uint64_t id, uint64_t start_revision, bool follow, b
   WatchEnd end;
   end.current_revision = revision_;
   if (start_revision > revision_ + 1) {
-    watcher.end(OutOfRange("start_revision: " + std::to_string(start_revision) +
-                           " is ahead of the event log (newest revision is " +
-                           std::to_string(revision_) +
-                           "); the log was replaced or this is another Loom: list again and "
-                           "watch from the listing's revision + 1"),
-                end);
+    watcher.end(
+        OutOfRange("start_revision: " + std::to_string(start_revision) +
+                   " is ahead of the event log (newest revision is " + std::to_string(revision_) +
+                   "); the log was replaced or this is another Loom: list again and "
+                   "watch from the listing's revision + 1"),
+        end);
     return;
   }
   const uint64_t oldest = OldestRetained();
@@ -1237,9 +1236,8 @@ void Controller::Fill(uint64_t id) {
     EventBytes wire;
     if (!history_.empty() && sub.next >= history_.front().revision()) {
       // Revisions increase; a gap (a revision never committed) is skipped.
-      auto at = std::lower_bound(
-          history_.begin(), history_.end(), sub.next,
-          [](const v1::Event& e, uint64_t r) { return e.revision() < r; });
+      auto at = std::lower_bound(history_.begin(), history_.end(), sub.next,
+                                 [](const v1::Event& e, uint64_t r) { return e.revision() < r; });
       if (at == history_.end()) {
         sub.next = revision_ + 1;
         continue;
@@ -1253,9 +1251,8 @@ void Controller::Fill(uint64_t id) {
       // about as much read each page once).
       auto at = catchup_cache_.lower_bound(sub.next);
       if (at == catchup_cache_.end() || at->first != sub.next) {
-        const uint64_t to = std::min(
-            history_.empty() ? revision_ : history_.front().revision() - 1,
-            sub.next + 2 * kTurnEvents - 1);
+        const uint64_t to = std::min(history_.empty() ? revision_ : history_.front().revision() - 1,
+                                     sub.next + 2 * kTurnEvents - 1);
         std::vector<v1::Event> page;
         Status s = store_.ReadEvents(sub.next, to, kTurnBytes, &page);
         if (s.ok() && page.empty() && to < revision_) {
@@ -1266,9 +1263,11 @@ void Controller::Fill(uint64_t id) {
           LOG_ERROR("watch catch-up could not read the event log")
               .With("revision", std::to_string(sub.next))
               .With("error", s.ok() ? "event missing" : s.message());
-          EndWatch(id, Unavailable("reading the event log at revision " +
-                                   std::to_string(sub.next) + " failed; resume with "
-                                   "start_revision=" + std::to_string(sub.next)),
+          EndWatch(id,
+                   Unavailable("reading the event log at revision " + std::to_string(sub.next) +
+                               " failed; resume with "
+                               "start_revision=" +
+                               std::to_string(sub.next)),
                    {sub.next, 0, 0});
           return;
         }

@@ -16,9 +16,9 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -326,7 +326,7 @@ class Controller {
   std::map<std::string, LinkDrain> drains_;
   // The newest events (at most event_cache_bytes of them; contiguous).
   std::deque<loom::v1::Event> history_;
-  std::deque<size_t> history_sizes_;  // memory each uses (SpaceUsedLong + bytes)
+  std::deque<size_t> history_sizes_;     // memory each uses (SpaceUsedLong + bytes)
   std::deque<EventBytes> history_wire_;  // each one's serialized bytes
   size_t history_bytes_ = 0;
   // Every event in the store: (revision, serialized bytes), oldest first.
@@ -353,8 +353,8 @@ class Controller {
   size_t request_bytes_ = 0;  // stored answers' bytes of the records in requests_
   struct Subscriber {
     Watcher watcher;
-    uint64_t next = 0;        // the next revision it needs
-    bool lagging = false;     // fed by Fill() from the history, not live
+    uint64_t next = 0;     // the next revision it needs
+    bool lagging = false;  // fed by Fill() from the history, not live
     bool follow = true;
     uint64_t replay_end = 0;  // !follow: the last revision to deliver
     bool unbounded = false;   // in-process sink: replayed in one go

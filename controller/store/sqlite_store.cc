@@ -430,8 +430,9 @@ Status SqliteStore::Commit(const Mutation& m) {
 
 Status SqliteStore::ReadEvents(uint64_t from, uint64_t to, size_t max_bytes,
                                std::vector<loom::v1::Event>* out) {
-  Stmt s(impl_->db, "SELECT revision, body FROM events WHERE revision >= ? AND revision <= ?"
-                    " ORDER BY revision");
+  Stmt s(impl_->db,
+         "SELECT revision, body FROM events WHERE revision >= ? AND revision <= ?"
+         " ORDER BY revision");
   if (!s.ok()) return impl_->Err("reading events");
   s.Int(1, static_cast<int64_t>(from));
   s.Int(2, static_cast<int64_t>(std::min<uint64_t>(to, INT64_MAX)));

@@ -612,8 +612,7 @@ std::string Placement::CheckIncrementalState() const {
     const JobRec& ref = full.jobs_.at(id);
     if (rec.sprayed != ref.sprayed) return "job " + id + ": sprayed units differ";
     if (rec.spray_note != ref.spray_note) {
-      return "job " + id + ": spray note \"" + rec.spray_note + "\" vs \"" + ref.spray_note +
-             "\"";
+      return "job " + id + ": spray note \"" + rec.spray_note + "\" vs \"" + ref.spray_note + "\"";
     }
     if ((spray_ok_jobs_.count(id) > 0) != rec.spray_ok) {
       return "job " + id + ": spray_ok not tracked";

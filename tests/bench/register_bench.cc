@@ -79,9 +79,9 @@ struct Run {
 // an error.
 bool RunOnce(const Run& run, const std::shared_ptr<const loom::topology::TopologyIndex>& index,
              const std::vector<v1::RegisterJobRequest>& reqs) {
-  const std::string dir = std::filesystem::temp_directory_path() /
-                          ("loom-register-bench-" + std::to_string(getpid()) + "-" +
-                           std::to_string(run.clients));
+  const std::string dir =
+      std::filesystem::temp_directory_path() /
+      ("loom-register-bench-" + std::to_string(getpid()) + "-" + std::to_string(run.clients));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   loom::Status st;
@@ -109,11 +109,12 @@ bool RunOnce(const Run& run, const std::shared_ptr<const loom::topology::Topolog
     }
   });
 
-  std::printf("== %d registrations, %d client(s) in flight, 4,096 GPUs (512 hosts x 8, 32 "
-              "spines, 400G), %s\n",
-              run.n_jobs, run.clients,
-              run.overload_recompute ? "overload re-placement rate-limited (1/s)"
-                                     : "overload re-placement off");
+  std::printf(
+      "== %d registrations, %d client(s) in flight, 4,096 GPUs (512 hosts x 8, 32 "
+      "spines, 400G), %s\n",
+      run.n_jobs, run.clients,
+      run.overload_recompute ? "overload re-placement rate-limited (1/s)"
+                             : "overload re-placement off");
   std::printf("%8s %9s %9s %9s %9s\n", "jobs", "jobs/s", "p50 ms", "p99 ms", "max util");
   std::fflush(stdout);
   std::mutex mu;  // guards the figures below

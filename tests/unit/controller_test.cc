@@ -897,4 +897,3 @@ TEST_F(WatchTest, RetentionByBytesSurvivesARestart) {
 
 }  // namespace
 }  // namespace loom::controller
-
