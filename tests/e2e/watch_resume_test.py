@@ -95,7 +95,7 @@ class WatchResumeTest(unittest.TestCase):
         # A watcher that never reads, open during everything below.
         idle = self.watch_events(f.WatchEventsRequest(start_revision=1))
         seen = []
-        stream = self.watch_events(f.WatchEventsRequest(start_revision=1), timeout=120)
+        stream = self.watch_events(f.WatchEventsRequest(start_revision=1), timeout=300)
 
         def write():
             for i in range(150):
