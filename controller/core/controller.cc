@@ -203,10 +203,8 @@ Status Controller::Start() {
     drains_[d.link_id] = {d.reason, d.time_ns, d.revision};
   }
   for (auto& ev : state.events) {
-    history_wire_.push_back(std::make_shared<const std::string>(ev.SerializeAsString()));
-    history_sizes_.push_back(ev.SpaceUsedLong() + history_wire_.back()->capacity());
-    history_bytes_ += history_sizes_.back();
-    history_.push_back(std::move(ev));
+    history_.push_back(MakeCached(std::move(ev)));
+    history_bytes_ += history_.back().bytes;
   }
   for (const auto& e : state.event_index) {
     retained_.push_back(e);
@@ -301,6 +299,14 @@ Status Controller::Start() {
   return Status::Ok();
 }
 
+Controller::CachedEvent Controller::MakeCached(v1::Event ev) {
+  CachedEvent c;
+  c.wire = std::make_shared<const std::string>(ev.SerializeAsString());
+  c.bytes = ev.SpaceUsedLong() + c.wire->capacity();
+  c.ev = std::move(ev);
+  return c;
+}
+
 v1::Event Controller::NewEvent(v1::EventType type, const std::string& subject) {
   v1::Event ev;
   ev.set_revision(++next_revision_);
@@ -378,10 +384,8 @@ Status Controller::CommitAndPublish(Mutation& m) {
       catchup_cache_bytes_ -= catchup_cache_.begin()->second.bytes;
       catchup_cache_.erase(catchup_cache_.begin());
     }
-    while (!history_.empty() && history_.front().revision() < m.prune_events_before) {
-      history_bytes_ -= history_sizes_.front();
-      history_sizes_.pop_front();
-      history_wire_.pop_front();
+    while (!history_.empty() && history_.front().ev.revision() < m.prune_events_before) {
+      history_bytes_ -= history_.front().bytes;
       history_.pop_front();
     }
     vacuum_due_ = true;
@@ -411,11 +415,9 @@ Status Controller::CommitAndPublish(Mutation& m) {
   }
   for (size_t i = 0; i < m.events.size(); ++i) {
     const v1::Event& ev = m.events[i];
-    history_.push_back(ev);
-    history_wire_.push_back(std::make_shared<const std::string>(ev.SerializeAsString()));
-    const EventBytes wire = history_wire_.back();
-    history_sizes_.push_back(history_.back().SpaceUsedLong() + wire->capacity());
-    history_bytes_ += history_sizes_.back();
+    history_.push_back(MakeCached(ev));
+    history_bytes_ += history_.back().bytes;
+    const EventBytes wire = history_.back().wire;
     events_family_.Add({{"type", EventTypeLabel(ev.type())}}).Increment();
     for (auto it = subscribers_.begin(); it != subscribers_.end();) {
       Subscriber& sub = it->second;
@@ -449,9 +451,7 @@ Status Controller::CommitAndPublish(Mutation& m) {
   }
   // The memory cache keeps the newest events within its budget (at least one).
   while (history_.size() > 1 && history_bytes_ > options_.event_cache_bytes) {
-    history_bytes_ -= history_sizes_.front();
-    history_sizes_.pop_front();
-    history_wire_.pop_front();
+    history_bytes_ -= history_.front().bytes;
     history_.pop_front();
   }
   if (m.prune_events_before) EndCompactedWatchers();
@@ -1234,25 +1234,26 @@ void Controller::Fill(uint64_t id) {
     }
     const v1::Event* ev = nullptr;
     EventBytes wire;
-    if (!history_.empty() && sub.next >= history_.front().revision()) {
+    if (!history_.empty() && sub.next >= history_.front().ev.revision()) {
       // Revisions increase; a gap (a revision never committed) is skipped.
-      auto at = std::lower_bound(history_.begin(), history_.end(), sub.next,
-                                 [](const v1::Event& e, uint64_t r) { return e.revision() < r; });
+      auto at =
+          std::lower_bound(history_.begin(), history_.end(), sub.next,
+                           [](const CachedEvent& e, uint64_t r) { return e.ev.revision() < r; });
       if (at == history_.end()) {
         sub.next = revision_ + 1;
         continue;
       }
-      const size_t i = static_cast<size_t>(at - history_.begin());
-      ev = &history_[i];
-      wire = history_wire_[i];
+      ev = &at->ev;
+      wire = at->wire;
     } else {
       // Older than the memory cache: from the catch-up cache, which holds the
       // pages lagging watchers read from the store (shared: watchers behind by
       // about as much read each page once).
       auto at = catchup_cache_.lower_bound(sub.next);
       if (at == catchup_cache_.end() || at->first != sub.next) {
-        const uint64_t to = std::min(history_.empty() ? revision_ : history_.front().revision() - 1,
-                                     sub.next + 2 * kTurnEvents - 1);
+        const uint64_t to =
+            std::min(history_.empty() ? revision_ : history_.front().ev.revision() - 1,
+                     sub.next + 2 * kTurnEvents - 1);
         std::vector<v1::Event> page;
         Status s = store_.ReadEvents(sub.next, to, kTurnBytes, &page);
         if (s.ok() && page.empty() && to < revision_) {
@@ -1274,10 +1275,7 @@ void Controller::Fill(uint64_t id) {
         for (auto& e : page) {
           const uint64_t r = e.revision();
           if (catchup_cache_.count(r)) continue;
-          CachedEvent c;
-          c.wire = std::make_shared<const std::string>(e.SerializeAsString());
-          c.bytes = e.SpaceUsedLong() + c.wire->capacity();
-          c.ev = std::move(e);
+          CachedEvent c = MakeCached(std::move(e));
           catchup_cache_bytes_ += c.bytes;
           catchup_cache_.emplace(r, std::move(c));
         }

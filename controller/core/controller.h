@@ -324,10 +324,16 @@ class Controller {
   uint64_t next_revision_ = 0;  // revision handed out to the mutation in progress
   std::map<std::string, loom::v1::Job> jobs_;
   std::map<std::string, LinkDrain> drains_;
-  // The newest events (at most event_cache_bytes of them; contiguous).
-  std::deque<loom::v1::Event> history_;
-  std::deque<size_t> history_sizes_;     // memory each uses (SpaceUsedLong + bytes)
-  std::deque<EventBytes> history_wire_;  // each one's serialized bytes
+  // An event kept in memory with its serialized bytes (shared by every
+  // watch stream) and the memory both use.
+  struct CachedEvent {
+    loom::v1::Event ev;
+    EventBytes wire;
+    size_t bytes = 0;
+  };
+  static CachedEvent MakeCached(loom::v1::Event ev);
+  // The newest events (at most event_cache_bytes of them), oldest first.
+  std::deque<CachedEvent> history_;
   size_t history_bytes_ = 0;
   // Every event in the store: (revision, serialized bytes), oldest first.
   std::deque<std::pair<uint64_t, uint32_t>> retained_;
@@ -338,11 +344,6 @@ class Controller {
   }
   // Events read from the store for lagging watchers (at most 16 MiB, oldest
   // evicted first), shared by every watcher catching up through them.
-  struct CachedEvent {
-    loom::v1::Event ev;
-    EventBytes wire;
-    size_t bytes = 0;
-  };
   std::map<uint64_t, CachedEvent> catchup_cache_;
   size_t catchup_cache_bytes_ = 0;
   // Compaction left free pages to give back (Tick).
