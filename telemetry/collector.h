@@ -34,7 +34,13 @@
 // decoded and passed to the sink on gRPC callback threads (one read in flight
 // per stream, so per-stream order is preserved; a profile-mode target has a
 // few streams, translated under the target's own lock; different targets run
-// concurrently). The supervisor thread starts calls and tells the sink about
+// concurrently). Ingest queues are per target and per stream, never shared:
+// a stream has one read in flight and asks for the next only after the sink
+// took the last, so a target's backlog waits in its own stream (gRPC's
+// per-stream buffer, then HTTP/2 flow control back to the target) and a
+// burst from one target never queues another target's notifications behind
+// it (tests: CollectorTest.NoisyTargetDoesNotQueueOthersBehindIt, e2e
+// noisy_gnmi_target). The supervisor thread starts calls and tells the sink about
 // signal availability (OnSignalAvailability). Health(), UpdateTargets() and
 // Stop() may be called from any thread. After Stop() returns the sink is not
 // called again. Lock order: the collector's mutex, then a target's

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -247,6 +249,61 @@ TEST(CollectorTest, UpdateRateLimitDropsExcessAndCountsIt) {
   clock.Advance(kSec);
   server.Push(Counters("leaf-0", 16, 16));
   ASSERT_TRUE(WaitFor([&] { return collector.Health()[0].updates == 11; }));
+}
+
+// One target's burst must not queue the others behind it (issue 18: a 1e5
+// burst from one target once left every link stale for ~15 s through a shared
+// ingest backlog). Each target's stream is its own queue: one read in flight,
+// the rest held back by HTTP/2 flow control at the target. The noisy target's
+// 10,000 notifications each cost the sink 100 us (1 s of work in all). Once
+// the burst has left the noisy target (or a quarter of it is ingested, if flow
+// control holds it there), the quiet target's one notification must reach the
+// sink while most of the burst is still waiting. Judged on order (how much of
+// the burst was ingested before it), never on time.
+TEST(CollectorTest, NoisyTargetDoesNotQueueOthersBehindIt) {
+  class Sink final : public TelemetrySink {
+   public:
+    size_t OnNotification(const std::string& target, const gnmi::Notification&,
+                           TimeNs) override {
+      if (target == "noisy") {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        noisy.fetch_add(1);
+      } else if (quiet_at.load() < 0) {
+        quiet_at = static_cast<int64_t>(noisy.load());
+      }
+      return 0;
+    }
+    std::atomic<uint64_t> noisy{0};
+    std::atomic<int64_t> quiet_at{-1};
+  } sink;
+  FakeGnmiServer noisy, quiet;
+  ASSERT_TRUE(noisy.Start());
+  ASSERT_TRUE(quiet.Start());
+  VirtualClock clock(10 * kSec);
+  CollectorOptions o;
+  o.targets.push_back(PlainTarget("noisy", noisy.address(), SwitchSubscriptions(kSec)));
+  o.targets.push_back(PlainTarget("quiet", quiet.address(), SwitchSubscriptions(kSec)));
+  Collector collector(o, &sink, &clock);
+  ASSERT_TRUE(collector.Start().ok());
+  ASSERT_TRUE(WaitFor([&] {
+    auto h = collector.Health();
+    return h[0].synced && h[1].synced;
+  }));
+  const uint64_t before = sink.noisy.load();
+  constexpr uint64_t kBurst = 10'000;
+  for (uint64_t i = 0; i < kBurst; ++i) noisy.Push(Counters("noisy", 1, i));
+  ASSERT_TRUE(WaitFor([&] { return noisy.pending() == 0 || sink.noisy.load() >= kBurst / 4; }));
+  quiet.Push(Counters("quiet", 1, 1));
+  ASSERT_TRUE(WaitFor([&] { return sink.quiet_at.load() >= 0; }));
+  const uint64_t ahead = static_cast<uint64_t>(sink.quiet_at.load()) - before;
+  std::printf("quiet notification ingested after %llu of the burst's %llu\n",
+              static_cast<unsigned long long>(ahead), static_cast<unsigned long long>(kBurst));
+  EXPECT_LT(ahead, kBurst / 2) << "the quiet target's notification waited behind " << ahead
+                               << " of the noisy target's " << kBurst;
+  ASSERT_TRUE(WaitFor([&] { return sink.noisy.load() - before == kBurst; }));
+  collector.Stop();
 }
 
 // A SAMPLE group that goes silent after delivering (a hung target process, a

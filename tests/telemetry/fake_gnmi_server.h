@@ -61,6 +61,13 @@ class FakeGnmiServer final : public gnmi::gNMI::Service {
     for (auto* q : streams_) q->push_back(n);
     cv_.notify_all();
   }
+  // Notifications pushed but not yet written, over all open streams.
+  size_t pending() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t n = 0;
+    for (auto* q : streams_) n += q->size();
+    return n;
+  }
   int open_streams() const {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<int>(streams_.size());

@@ -196,8 +196,10 @@ class Subscription:
 
 
 class GnmiService(pb_grpc.gNMIServicer):
-    def __init__(self, switch, name, reject_unknown_paths):
+    def __init__(self, switch, name, reject_unknown_paths, flood=0, flood_file=None):
         self.switch = switch
+        self.flood = flood
+        self.flood_file = flood_file
         self.name = name
         self.reject_unknown_paths = reject_unknown_paths
         self.lock = threading.Lock()  # Switch state reads (the oper-status file cache).
@@ -302,7 +304,26 @@ class GnmiService(pb_grpc.gNMIServicer):
             return
 
         next_check = now + ON_CHANGE_CHECK_S
+        flooded = False
         while not done.is_set():
+            if self.flood and not flooded and any(not s.on_change for s in subs) and \
+                    (not self.flood_file or os.path.exists(self.flood_file)):
+                # A burst: `flood` samples of every SAMPLE path back to back (real
+                # counter values, as a device replaying a backlog would send).
+                flooded = True
+                sampled = [s for s in subs if not s.on_change]
+                for _ in range(self.flood):
+                    if done.is_set():
+                        break
+                    containers = self._containers()
+                    updates = {}
+                    for s in sampled:
+                        for es, value in select(s.pattern, containers):
+                            updates[path_text("", es)] = (es, value)
+                    if updates:
+                        yield self._notification(target, list(updates.values()))
+                print("oc_json_target: flood of %d notifications sent" % self.flood,
+                      file=sys.stderr, flush=True)
             wake = min([next_check if s.on_change else s.next_due for s in subs])
             delay = wake - time.monotonic()
             if delay > 0 and done.wait(delay):
@@ -371,13 +392,19 @@ def parse_args(argv):
     ap.add_argument("--oper-status-file", default=None,
                     help='JSON {"Ethernet4": "DOWN"}, re-read when it changes; interfaces not '
                          'listed are UP')
+    ap.add_argument("--flood", type=int, default=None,
+                    help="once per stream with SAMPLE subscriptions, send this many samples "
+                         "back to back (a burst), then go on as usual (default 0)")
+    ap.add_argument("--flood-file", default=None,
+                    help="start the --flood burst only once this file exists")
     ap.add_argument("--reject-unknown-paths", action="store_true", default=None,
                     help="answer a path that selects nothing with INVALID_ARGUMENT (default: "
                          "no data, as gNMI allows)")
     args = ap.parse_args(argv)
     defaults = {"listen_host": "127.0.0.1", "port": 0, "name": "", "interfaces": "Ethernet0",
                 "rate_bps": "1G", "queues": "3", "lldp": "", "speed_gbps": 400,
-                "packet_bytes": 4096, "reject_unknown_paths": False}
+                "packet_bytes": 4096, "reject_unknown_paths": False, "flood": 0,
+                "flood_file": None}
     config = {}
     if args.config:
         with open(args.config) as f:
@@ -424,7 +451,8 @@ def main(argv):
     switch = Switch(args)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=64))
     pb_grpc.add_gNMIServicer_to_server(
-        GnmiService(switch, args.name, args.reject_unknown_paths), server)
+        GnmiService(switch, args.name, args.reject_unknown_paths, args.flood, args.flood_file),
+        server)
     port = server.add_insecure_port("%s:%d" % (args.listen_host, args.port))
     if port == 0:
         print("oc_json_target: cannot listen on %s:%d" % (args.listen_host, args.port),
