@@ -76,6 +76,14 @@ std::string AdaptiveEngine::RemovalReason(const std::string& link) const {
   return it == removal_.end() ? "" : it->second.cause;
 }
 
+std::string AdaptiveEngine::RemovalRule(const std::string& link) const {
+  auto it = removal_.find(link);
+  if (it == removal_.end()) return "";
+  return it->second.by_dampening  ? "flapping"
+         : it->second.by_capacity ? "capacity_loss"
+                                  : "errors";
+}
+
 // ------------------------------------------------------------ phase 1 ----
 
 AssessOutcome AdaptiveEngine::Assess(

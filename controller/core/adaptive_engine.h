@@ -145,6 +145,9 @@ class AdaptiveEngine {
   const std::set<std::string>& removed_links() const { return removed_; }
   // Why a link is out of placement ("" when it is not).
   std::string RemovalReason(const std::string& link) const;
+  // The rule that took it out: "flapping", "capacity_loss" or "errors" ("" when
+  // it is not out).
+  std::string RemovalRule(const std::string& link) const;
   // Adds weights, ALB tables, DLB profiles and spray rules to `desired`.
   void Decorate(std::map<std::string, loom::v1::DeviceState>* desired) const;
 
@@ -158,6 +161,7 @@ class AdaptiveEngine {
     return alb_tables_;
   }
   const std::set<std::string>& reported_nics() const { return storming_; }
+  const std::set<std::string>& quarantined_nics() const { return quarantined_; }
   const AdaptiveOptions& options() const { return options_; }
 
  private:

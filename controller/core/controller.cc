@@ -1,4 +1,5 @@
 #include "controller/core/controller.h"
+#include "controller/core/sre_metrics.h"
 
 #include <google/protobuf/util/time_util.h>
 
@@ -117,9 +118,12 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
                                        "link direction")
                                  .Register(registry)
                                  .Add({})),
-      telemetry_stats_family_(prometheus::BuildGauge()
-                                  .Name("loom_telemetry_ingest")
-                                  .Help("Telemetry ingest counts (cumulative) by kind")
+      telemetry_stats_family_(prometheus::BuildCounter()
+                                  .Name("loom_telemetry_ingest_total")
+                                  .Help("Telemetry ingest counts by kind (notifications, "
+                                        "updates, and the rejected: unknown_target, "
+                                        "unknown_path, bad_value, missing_timestamp, "
+                                        "future_timestamp, foreign_target; counter_resets)")
                                   .Register(registry)),
       change_state_family_(prometheus::BuildGauge()
                                .Name("loom_change_plan")
@@ -127,6 +131,7 @@ Controller::Controller(boost::asio::io_context& io, const Clock& clock, Store& s
                                      "current state; {field=revision}, {field=pending_devices}")
                                .Register(registry)) {
   if (options_.event_retention == 0) options_.event_retention = 1;
+  sre_metrics_ = std::make_unique<SreMetrics>(registry, options_.link_series_top_k);
   auto counter = [&registry](const char* name, const char* help) {
     return &prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
   };
@@ -1591,21 +1596,23 @@ void Controller::UpdateLinkGauges() {
   }
   fabric_max_util_gauge_.Set(max_util);
   const auto& stats = snapshot_->stats;
-  telemetry_stats_family_.Add({{"kind", "notifications"}})
-      .Set(static_cast<double>(stats.notifications));
-  telemetry_stats_family_.Add({{"kind", "updates"}}).Set(static_cast<double>(stats.updates));
-  telemetry_stats_family_.Add({{"kind", "unknown_target"}})
-      .Set(static_cast<double>(stats.unknown_target));
-  telemetry_stats_family_.Add({{"kind", "unknown_path"}})
-      .Set(static_cast<double>(stats.unknown_path));
-  telemetry_stats_family_.Add({{"kind", "bad_value"}}).Set(static_cast<double>(stats.bad_value));
-  telemetry_stats_family_.Add({{"kind", "missing_timestamp"}})
-      .Set(static_cast<double>(stats.missing_timestamp));
-  telemetry_stats_family_.Add({{"kind", "future_timestamp"}})
-      .Set(static_cast<double>(stats.future_timestamp));
-  telemetry_stats_family_.Add({{"kind", "foreign_target"}})
-      .Set(static_cast<double>(stats.foreign_target));
-  telemetry_stats_family_.Add({{"kind", "counter_resets"}}).Set(static_cast<double>(stats.resets));
+  const std::pair<const char*, uint64_t> kinds[] = {
+      {"notifications", stats.notifications},
+      {"updates", stats.updates},
+      {"unknown_target", stats.unknown_target},
+      {"unknown_path", stats.unknown_path},
+      {"bad_value", stats.bad_value},
+      {"missing_timestamp", stats.missing_timestamp},
+      {"future_timestamp", stats.future_timestamp},
+      {"foreign_target", stats.foreign_target},
+      {"counter_resets", stats.resets}};
+  for (const auto& [kind, value] : kinds) {
+    auto& c = telemetry_stats_family_.Add({{"kind", kind}});
+    uint64_t& seen = telemetry_stats_seen_[kind];
+    if (value > seen) c.Increment(static_cast<double>(value - seen));
+    seen = std::max(seen, value);
+  }
+  ExportSreMetrics();
 }
 
 }  // namespace loom::controller
@@ -1758,6 +1765,7 @@ void Controller::Tick() {
     PushDesired();
     ReleaseToReconciler(gate_.Tick());
     reconciler_.Tick();
+    ExportSreMetrics();
     if (vacuum_due_) VacuumSome();
   });
 }

@@ -48,6 +48,8 @@
 
 namespace loom::controller {
 
+class SreMetrics;
+
 // What happens to a watcher whose send buffer is full (see Controller::Watch).
 enum class SlowWatcherPolicy {
   // It stops being fed live events and is caught up from the event history
@@ -103,6 +105,9 @@ struct ControllerOptions {
   // 4 x its last duration. Virtual-time runs (closed-loop tests, benchmarks)
   // turn it off: their results must not depend on the machine's speed.
   bool wall_clock_pacing = true;
+  // Per-link rate families (ECN marks, CNPs, PFC pause ratio) keep this many
+  // directions each, the highest values (docs/metrics.md).
+  size_t link_series_top_k = 50;
   // GLB, ALB, DLB tuning and remediation (controller/core/adaptive_engine.h).
   AdaptiveOptions adaptive;
   // LLDP check: keep links without LLDP data out of placement too, and
@@ -309,6 +314,8 @@ class Controller {
       const std::string& job_id, Mutation& m, std::map<std::string, loom::v1::Job>* updated);
   static void AppendMutation(Mutation& into, Mutation&& from);
   std::set<std::string> DownLinks() const;
+  // The SRE metric families (sre_metrics.h), at most once a second unless forced.
+  void ExportSreMetrics(bool force = false);
   void ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot);
   loom::v1::Event AdaptiveToEvent(const AdaptiveEvent& a);
   void UpdateLinkGauges();
@@ -455,7 +462,8 @@ class Controller {
   prometheus::Family<prometheus::Gauge>& link_util_family_;
   prometheus::Family<prometheus::Gauge>& links_by_state_family_;
   prometheus::Gauge& fabric_max_util_gauge_;
-  prometheus::Family<prometheus::Gauge>& telemetry_stats_family_;
+  prometheus::Family<prometheus::Counter>& telemetry_stats_family_;
+  std::map<std::string, uint64_t> telemetry_stats_seen_;  // Last cumulative value per kind.
   // Change safety: 1 for the plan's current state, 0 for the others; the
   // plan's revision and the devices it would change.
   prometheus::Family<prometheus::Gauge>& change_state_family_;
@@ -463,6 +471,8 @@ class Controller {
   // Per-link utilization series are exported for switch-to-switch links only,
   // at most this many, to keep label cardinality bounded.
   size_t max_link_series_ = 4096;
+  std::unique_ptr<SreMetrics> sre_metrics_;
+  std::chrono::steady_clock::time_point next_sre_export_{};
 };
 
 }  // namespace loom::controller

@@ -251,6 +251,12 @@ int main(int argc, char** argv) {
   if (!store) return Fail(1, st.message());
 
   auto registry = std::make_shared<prometheus::Registry>();
+  auto& ready_gauge = prometheus::BuildGauge()
+                          .Name("loom_ready")
+                          .Help("1 once loomd has recovered its state and serves the API; 0 "
+                                "while it starts and shuts down")
+                          .Register(*registry)
+                          .Add({});
   loom::api::RegisterProcessMetrics(*registry, LOOM_VERSION, LOOM_GIT_COMMIT);
 
   loom::SteadyClock clock;
@@ -320,6 +326,8 @@ int main(int argc, char** argv) {
   // destination QP (BGP-DPF carries one color per prefix); devices with Set
   // alone get everything over Set. Route budgets wrap it all.
   boost::asio::io_context bgp_io;
+  std::unique_ptr<boost::asio::steady_timer> bgp_metrics_timer;  // on bgp_io
+  std::function<void()> bgp_metrics;
   auto bgp_work = boost::asio::make_work_guard(bgp_io);
   std::unique_ptr<loom::southbound::bgp::Speaker> speaker;
   std::unique_ptr<loom::southbound::bgp::BgpDriver> bgp_driver;
@@ -529,8 +537,32 @@ int main(int argc, char** argv) {
         return Fail(1, "gNMI driver: " + s.message());
     }
     if (bgp_driver) {
+      // Session state for the alerts, sampled on the speaker's thread every second.
+      auto& session_up = prometheus::BuildGauge()
+                             .Name("loom_bgp_session_up")
+                             .Help("1 when the BGP session to the device is Established, else 0")
+                             .Register(*registry);
+      auto& session_flaps = prometheus::BuildGauge()
+                                .Name("loom_bgp_session_flaps")
+                                .Help("Times the session left Established since loomd started")
+                                .Register(*registry);
+      bgp_metrics_timer = std::make_unique<boost::asio::steady_timer>(bgp_io);
+      bgp_metrics = [&, &session_up = session_up, &session_flaps = session_flaps] {
+        for (const auto* sess : speaker->Sessions()) {
+          const std::map<std::string, std::string> labels{{"device", sess->config().device},
+                                                          {"session", sess->config().name}};
+          session_up.Add(labels).Set(
+              sess->state() == loom::southbound::bgp::SessionState::kEstablished ? 1 : 0);
+          session_flaps.Add(labels).Set(static_cast<double>(sess->counters().flaps));
+        }
+        bgp_metrics_timer->expires_after(std::chrono::seconds(1));
+        bgp_metrics_timer->async_wait([&](const boost::system::error_code& ec) {
+          if (!ec) bgp_metrics();
+        });
+      };
       bgp_thread = std::thread([&bgp_io] { bgp_io.run(); });
       boost::asio::post(bgp_io, [&speaker] { (void)speaker->Start(); });
+      boost::asio::post(bgp_io, [&bgp_metrics] { bgp_metrics(); });
       bgp_driver->Start();
     }
     // Settings go to the loom-schema gNMI driver or, for devices with a
@@ -689,25 +721,37 @@ int main(int argc, char** argv) {
                             .Name("loom_telemetry_targets")
                             .Help("gNMI targets by state (connected, synced, down)")
                             .Register(*registry);
-  auto& target_errors = prometheus::BuildGauge()
-                            .Name("loom_telemetry_target_stream_errors")
+  auto& target_errors = prometheus::BuildCounter()
+                            .Name("loom_telemetry_stream_errors_total")
                             .Help("gNMI streams that failed or broke, summed over targets")
                             .Register(*registry)
                             .Add({});
-  auto& silent_cuts = prometheus::BuildGauge()
-                          .Name("loom_telemetry_silent_stream_cuts")
+  auto& silent_cuts = prometheus::BuildCounter()
+                          .Name("loom_telemetry_silent_stream_cuts_total")
                           .Help(
                               "gNMI subscription groups cut for silence (no update within their "
                               "liveness window) and redialled, summed over targets")
                           .Register(*registry)
                           .Add({});
+  // Per gNMI target (device): 1 when its streams are connected and synced, and
+  // the age of its last notification.
+  auto& target_up = prometheus::BuildGauge()
+                        .Name("loom_telemetry_target_up")
+                        .Help("1 when the device's gNMI streams are connected and synced, else 0")
+                        .Register(*registry);
+  auto& target_age = prometheus::BuildGauge()
+                         .Name("loom_telemetry_last_update_age_seconds")
+                         .Help("Seconds since the device's last gNMI notification (no series "
+                               "before the first)")
+                         .Register(*registry);
+  std::map<std::string, std::pair<prometheus::Gauge*, prometheus::Gauge*>> target_series;
   auto& signal_gauges =
       prometheus::BuildGauge()
           .Name("loom_telemetry_signals")
           .Help("Device telemetry signals by state (live, stale, unavailable, pending)")
           .Register(*registry);
-  auto& reject_gauge = prometheus::BuildGauge()
-                           .Name("loom_telemetry_subscribe_rejects")
+  auto& reject_gauge = prometheus::BuildCounter()
+                           .Name("loom_telemetry_subscribe_rejects_total")
                            .Help(
                                "Subscribe requests targets rejected (bad path, mode, origin), "
                                "summed over targets")
@@ -715,6 +759,7 @@ int main(int argc, char** argv) {
                            .Add({});
   // Every interval: hand the controller a fresh link snapshot and publish the
   // collector's target health.
+  uint64_t errors_seen = 0, rejects_seen = 0, cuts_seen = 0;
   auto snapshot_loop = [&] {
     std::unique_lock<std::mutex> lock(snap_mu);
     auto last = std::chrono::steady_clock::now();
@@ -734,7 +779,9 @@ int main(int argc, char** argv) {
       controller.OnLinkSnapshot(
           std::make_shared<const loom::telemetry::LinkSnapshot>(link_telemetry.Snapshot()));
       int connected = 0, synced = 0, down = 0;
-      double errors = 0, rejects = 0, cuts = 0;
+      uint64_t errors = 0, rejects = 0, cuts = 0;
+      std::set<std::string> present;
+      const loom::TimeNs now = clock.Now();
       std::map<std::pair<std::string, std::string>, int> by_state;
       for (const auto& sig : loom::telemetry::CatalogueSignals()) {
         for (const char* st : {"live", "stale", "unavailable", "pending"}) by_state[{sig, st}] = 0;
@@ -743,9 +790,18 @@ int main(int argc, char** argv) {
         connected += h.connected;
         synced += h.synced;
         down += !h.connected;
-        errors += static_cast<double>(h.stream_errors);
-        rejects += static_cast<double>(h.subscribe_rejects);
-        cuts += static_cast<double>(h.silent_cuts);
+        errors += h.stream_errors;
+        rejects += h.subscribe_rejects;
+        cuts += h.silent_cuts;
+        present.insert(h.name);
+        auto& [up, age] = target_series[h.name];
+        if (up == nullptr) up = &target_up.Add({{"device", h.name}});
+        up->Set(h.connected && h.synced ? 1 : 0);
+        if (h.last_update_ns >= 0) {
+          if (age == nullptr) age = &target_age.Add({{"device", h.name}});
+          age->Set(static_cast<double>(std::max<loom::TimeNs>(0, now - h.last_update_ns)) /
+                   loom::kNsPerSec);
+        }
         for (const auto& sh : h.signals) {
           ++by_state[{sh.signal, loom::telemetry::SignalStateName(sh.state)}];
         }
@@ -753,9 +809,24 @@ int main(int argc, char** argv) {
       target_gauges.Add({{"state", "connected"}}).Set(connected);
       target_gauges.Add({{"state", "synced"}}).Set(synced);
       target_gauges.Add({{"state", "down"}}).Set(down);
-      target_errors.Set(errors);
-      reject_gauge.Set(rejects);
-      silent_cuts.Set(cuts);
+      // The collector's sums only grow (a removed target's streams are gone, its
+      // counts with it: then nothing is added until the sum passes the last one).
+      auto advance = [](prometheus::Counter& c, uint64_t& seen, uint64_t value) {
+        if (value > seen) c.Increment(static_cast<double>(value - seen));
+        seen = std::max(seen, value);
+      };
+      advance(target_errors, errors_seen, errors);
+      advance(reject_gauge, rejects_seen, rejects);
+      advance(silent_cuts, cuts_seen, cuts);
+      for (auto it = target_series.begin(); it != target_series.end();) {
+        if (present.count(it->first)) {
+          ++it;
+          continue;
+        }
+        target_up.Remove(it->second.first);
+        if (it->second.second) target_age.Remove(it->second.second);
+        it = target_series.erase(it);
+      }
       for (const auto& [key, n] : by_state) {
         signal_gauges.Add({{"signal", key.first}, {"state", key.second}}).Set(n);
       }
@@ -880,6 +951,7 @@ int main(int argc, char** argv) {
     return Fail(1, s.message());
   }
 
+  ready_gauge.Set(1);
   LOG_INFO("loomd serving")
       .With("version", LOOM_VERSION)
       .With("grpc_port", server.port())
@@ -982,6 +1054,7 @@ int main(int argc, char** argv) {
         .With("devices_with_telemetry", static_cast<uint64_t>(collector.Health().size()));
   }
   LOG_INFO("shutting down").With("signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  ready_gauge.Set(0);
   // Within kShutdownBound: the API gets 1 s to finish what is in flight, then
   // every call (watch streams included) is cancelled.
   const auto shutdown_start = std::chrono::steady_clock::now();

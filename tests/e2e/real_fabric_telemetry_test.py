@@ -217,7 +217,7 @@ class RealFabricTelemetryTest(unittest.TestCase):
 
             # Never faster than the backoff: the rejected path was tried once
             # (plus the splits that isolated it) in all this time.
-            rejects = metric(lr["metrics_port"], "loom_telemetry_subscribe_rejects")
+            rejects = metric(lr["metrics_port"], "loom_telemetry_subscribe_rejects_total")
             self.assertIsNotNone(rejects)
             self.assertLessEqual(rejects, 3, "rejected subscriptions retried too often")
             self.assertGreaterEqual(
