@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/log.h"
+
 namespace loom::controller {
 
 namespace {
@@ -163,6 +165,12 @@ void SreMetrics::Update(const SreView& v) {
        &SreView::Rate::pfc_pause_ratio);
   dropped_.Add({{"family", "loom_link_utilization"}})
       .Set(static_cast<double>(v.link_utilization_dropped));
+  if (v.link_utilization_dropped > 0 && !utilization_cap_logged_) {
+    LOG_WARN("loom_link_utilization is capped: some link directions have no series")
+        .With("left_out", v.link_utilization_dropped)
+        .With("see", "loom_metric_series_dropped{family=\"loom_link_utilization\"}");
+  }
+  utilization_cap_logged_ = v.link_utilization_dropped > 0;
 }
 
 }  // namespace loom::controller

@@ -110,6 +110,7 @@ class SreMetrics {
       drained_live_, storm_live_, ecn_live_, cnp_live_, pause_live_;
   std::map<std::string, uint64_t> failures_seen_;
   std::map<std::string, double> out_of_sync_since_;
+  bool utilization_cap_logged_ = false;  // Logged once per episode.
 };
 
 }  // namespace loom::controller
