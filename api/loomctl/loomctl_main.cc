@@ -41,6 +41,10 @@ Commands:
   links undrain LINK_ID               return a drained link to service
   jobs list [--tenant T]              registered jobs
   jobs get JOB_ID                     one job, with its assignment
+  jobs why JOB_ID                     is the fabric slowing the job: the verdict and
+                                      estimated slowdown, throughput from its NICs, the
+                                      worst link and every problem link on its paths,
+                                      the entropy audit and what Loom did about it
   jobs register FILE                  register a job from a JSON file (loom.v1.Job)
   jobs update FILE                    replace a job's spec from a JSON file
   jobs release JOB_ID                 release a job
@@ -523,6 +527,66 @@ int CmdLinks(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& 
   return 0;
 }
 
+std::string Num(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+void PrintJobHealth(const v1::GetJobHealthResponse& h) {
+  std::printf("job %s  tenant %s  state %s\n", h.job_id().c_str(), h.tenant().c_str(),
+              Short(v1::JobState_Name(h.state()), "JOB_STATE_").c_str());
+  std::printf("verdict: %s\n", h.verdict().c_str());
+  std::printf("fabric slowdown: %.2fx  (predicted worst link %.0f%% of capacity, paths paused "
+              "up to %.0f%% of the time, %d route(s) crossing a link out of placement)\n",
+              h.fabric_slowdown(), h.predicted_max_utilization() * 100,
+              h.max_pause_ratio() * 100, h.impaired_routes());
+  if (h.throughput_available()) {
+    std::printf("throughput: %.1f Gb/s of %.1f Gb/s line rate (%d of %d NICs measured)\n",
+                h.achieved_bps() / 1e9, h.line_rate_bps() / 1e9, h.nics_measured(), h.nics());
+  } else {
+    std::printf("throughput: unavailable (no NIC of the job has fresh host counters)\n");
+  }
+  const auto& e = h.entropy();
+  std::printf("entropy: %d route(s); uplinks used %d of %d, spines %d of %d; %d uplink(s) "
+              "shared needlessly; %d route(s) sprayed\n",
+              e.routes(), e.uplinks_used(), e.uplinks_available(), e.spines_used(),
+              e.spines_available(), e.needlessly_shared_uplinks(), e.sprayed_routes());
+  if (h.has_worst_link() && !h.worst_link().link_id().empty()) {
+    std::printf("worst link: %s %s->%s\n", h.worst_link().link_id().c_str(),
+                h.worst_link().from_device().c_str(), h.worst_link().to_device().c_str());
+  }
+  if (h.problem_links_size() > 0) {
+    Table t({"LINK", "FROM", "TO", "UTIL", "QUEUE", "ECN/S", "CNP/S", "PAUSED", "ROUTES",
+             "NOTE"});
+    for (const auto& l : h.problem_links()) {
+      auto pct = [&](double v) { return l.stale() ? std::string("?") : Num("%.0f%%", v * 100); };
+      t.Add({l.link_id(), l.from_device(), l.to_device(), pct(l.utilization()),
+             l.stale() ? "?" : Num("%.0f", l.queue_bytes()),
+             l.stale() ? "?" : Num("%.0f", l.ecn_marked_pps()),
+             l.stale() ? "?" : Num("%.0f", l.cnp_pps()), pct(l.pfc_pause_ratio()),
+             std::to_string(l.job_routes()),
+             !l.out_of_placement().empty() ? l.out_of_placement()
+             : l.stale()                   ? "stale telemetry"
+                                           : ""});
+    }
+    t.Print(std::cout);
+  } else {
+    std::printf("problem links: none\n");
+  }
+  if (h.actions_size() > 0) {
+    std::printf("what Loom did (newest first):\n");
+    for (const auto& ev : h.actions()) {
+      std::printf("  %llu  %s  %s: %s%s%s\n", static_cast<unsigned long long>(ev.revision()),
+                  Short(v1::EventType_Name(ev.type()), "EVENT_TYPE_").c_str(),
+                  ev.subject().c_str(), ev.cause().c_str(),
+                  ev.action().empty() ? "" : " -> ", ev.action().c_str());
+    }
+  } else {
+    std::printf("what Loom did: nothing about this job or its links in the recent history\n");
+  }
+}
+
 int CmdJobs(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& flags) {
   if (args.empty()) {
     std::cerr << "loomctl: usage: loomctl jobs list|get|register|update|release ...\n";
@@ -547,6 +611,19 @@ int CmdJobs(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& f
   if (args.size() < 2) {
     std::cerr << "loomctl: jobs " << sub << " needs an argument\n";
     return 2;
+  }
+  if (sub == "why") {
+    v1::GetJobHealthRequest req;
+    req.set_job_id(args[1]);
+    v1::GetJobHealthResponse resp;
+    auto hs = ctx.scheduler->GetJobHealth(&c, req, &resp);
+    if (!hs.ok()) return Report(hs, ctx);
+    if (ctx.json) {
+      std::cout << ToJson(resp);
+    } else {
+      PrintJobHealth(resp);
+    }
+    return 0;
   }
   v1::Job job;
   grpc::Status s;

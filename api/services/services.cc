@@ -361,6 +361,7 @@ LOOM_RAW_UNARY(SchedulerServiceImpl, UpdateJob)
 LOOM_RAW_UNARY(SchedulerServiceImpl, ReleaseJob)
 LOOM_RAW_UNARY(SchedulerServiceImpl, GetJob)
 LOOM_RAW_UNARY(SchedulerServiceImpl, ListJobs)
+LOOM_RAW_UNARY(SchedulerServiceImpl, GetJobHealth)
 #undef LOOM_RAW_UNARY
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* FabricServiceImpl::WatchEvents(
@@ -561,6 +562,13 @@ void SchedulerServiceImpl::DoGetJob(v1::GetJobRequest req, Reply<v1::GetJobRespo
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
   Unary(std::move(req), reply,
         [this](auto r, auto done) { controller_.GetJob(std::move(r), std::move(done)); });
+}
+
+void SchedulerServiceImpl::DoGetJobHealth(v1::GetJobHealthRequest req,
+                                          Reply<v1::GetJobHealthResponse> reply) {
+  if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
+  Unary(std::move(req), reply,
+        [this](auto r, auto done) { controller_.GetJobHealth(std::move(r), std::move(done)); });
 }
 
 void SchedulerServiceImpl::DoListJobs(v1::ListJobsRequest req, Reply<v1::ListJobsResponse> reply) {

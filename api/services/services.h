@@ -78,7 +78,8 @@ using SchedulerBase = fs::SchedulerService::WithRawCallbackMethod_RegisterJob<
             fs::SchedulerService::WithRawCallbackMethod_GetJob<
                 fs::SchedulerService::WithRawCallbackMethod_ListJobs<
                     fs::SchedulerService::WithRawCallbackMethod_WatchJobs<
-                        fs::SchedulerService::CallbackService>>>>>>;
+                        fs::SchedulerService::WithRawCallbackMethod_GetJobHealth<
+                            fs::SchedulerService::CallbackService>>>>>>>;
 }  // namespace internal
 
 struct ServiceOptions {
@@ -172,6 +173,9 @@ class SchedulerServiceImpl final : public internal::SchedulerBase {
                                      grpc::ByteBuffer* resp) override;
   grpc::ServerWriteReactor<grpc::ByteBuffer>* WatchJobs(grpc::CallbackServerContext* ctx,
                                                         const grpc::ByteBuffer* req) override;
+  grpc::ServerUnaryReactor* GetJobHealth(grpc::CallbackServerContext* ctx,
+                                         const grpc::ByteBuffer* req,
+                                         grpc::ByteBuffer* resp) override;
 
  private:
   void DoRegisterJob(loom::v1::RegisterJobRequest req, Reply<loom::v1::RegisterJobResponse> reply);
@@ -179,6 +183,8 @@ class SchedulerServiceImpl final : public internal::SchedulerBase {
   void DoReleaseJob(loom::v1::ReleaseJobRequest req, Reply<loom::v1::ReleaseJobResponse> reply);
   void DoGetJob(loom::v1::GetJobRequest req, Reply<loom::v1::GetJobResponse> reply);
   void DoListJobs(loom::v1::ListJobsRequest req, Reply<loom::v1::ListJobsResponse> reply);
+  void DoGetJobHealth(loom::v1::GetJobHealthRequest req,
+                      Reply<loom::v1::GetJobHealthResponse> reply);
   grpc::ServerWriteReactor<grpc::ByteBuffer>* DoWatchJobs(const loom::v1::WatchJobsRequest& req);
 
   loom::controller::Controller& controller_;

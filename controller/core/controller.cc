@@ -865,6 +865,17 @@ void Controller::GetJob(v1::GetJobRequest req, Done<v1::GetJobResponse> done) {
   });
 }
 
+void Controller::GetJobHealth(v1::GetJobHealthRequest req, Done<v1::GetJobHealthResponse> done) {
+  Post([this, req = std::move(req), done = std::move(done)]() {
+    if (req.job_id().empty()) return done(InvalidArgument("job_id: must not be empty"), {});
+    auto it = jobs_.find(req.job_id());
+    if (it == jobs_.end()) {
+      return done(NotFound("job_id: job \"" + req.job_id() + "\" is not registered"), {});
+    }
+    done(Status::Ok(), JobHealthOf(it->second));
+  });
+}
+
 void Controller::ListJobs(v1::ListJobsRequest req, Done<v1::ListJobsResponse> done) {
   Post([this, req = std::move(req), done = std::move(done)]() {
     if (req.page_size() < 0) {

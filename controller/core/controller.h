@@ -108,6 +108,9 @@ struct ControllerOptions {
   // Per-link rate families (ECN marks, CNPs, PFC pause ratio) keep this many
   // directions each, the highest values (docs/metrics.md).
   size_t link_series_top_k = 50;
+  // loom_job_fabric_slowdown: the jobs slowed most, plus those labelled
+  // loom.io/metrics=true.
+  size_t job_series_top_k = 50;
   // GLB, ALB, DLB tuning and remediation (controller/core/adaptive_engine.h).
   AdaptiveOptions adaptive;
   // LLDP check: keep links without LLDP data out of placement too, and
@@ -213,6 +216,12 @@ class Controller {
   void UpdateJob(loom::v1::UpdateJobRequest req, Done<loom::v1::UpdateJobResponse> done);
   void ReleaseJob(loom::v1::ReleaseJobRequest req, Done<loom::v1::ReleaseJobResponse> done);
   void GetJob(loom::v1::GetJobRequest req, Done<loom::v1::GetJobResponse> done);
+  // Is the fabric slowing the job, where, and what Loom did (job_health.cc).
+  void GetJobHealth(loom::v1::GetJobHealthRequest req,
+                    Done<loom::v1::GetJobHealthResponse> done);
+  // The estimated slowdown factor: max(1, predicted demand / capacity on the
+  // job's worst link) / (1 - largest PFC pause share on its paths).
+  static double JobFabricSlowdown(double predicted_max_utilization, double max_pause_ratio);
   void ListJobs(loom::v1::ListJobsRequest req, Done<loom::v1::ListJobsResponse> done);
 
   void ListLinks(loom::v1::ListLinksRequest req, Done<loom::v1::ListLinksResponse> done);
@@ -314,6 +323,7 @@ class Controller {
       const std::string& job_id, Mutation& m, std::map<std::string, loom::v1::Job>* updated);
   static void AppendMutation(Mutation& into, Mutation&& from);
   std::set<std::string> DownLinks() const;
+  loom::v1::GetJobHealthResponse JobHealthOf(const loom::v1::Job& job) const;
   // The SRE metric families (sre_metrics.h), at most once a second unless forced.
   void ExportSreMetrics(bool force = false);
   void ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapshot> snapshot);

@@ -100,6 +100,10 @@ Status ValidateRequest(const loom::v1::GetJobRequest& req) {
   return CheckName(req.job_id(), "job_id", kMaxIdLength, false);
 }
 
+Status ValidateRequest(const loom::v1::GetJobHealthRequest& req) {
+  return CheckName(req.job_id(), "job_id", kMaxIdLength, false);
+}
+
 Status ValidateRequest(const loom::v1::ReleaseJobRequest& req) {
   if (Status s = CheckName(req.job_id(), "job_id", kMaxIdLength, false); !s.ok()) return s;
   return ValidateRequestId(req.request_id());

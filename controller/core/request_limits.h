@@ -32,6 +32,7 @@ Status ValidateRequest(const loom::v1::WatchEventsRequest& req);
 Status ValidateRequest(const loom::v1::GetDeviceStateRequest& req);
 Status ValidateRequest(const loom::v1::ListDevicesRequest& req);
 Status ValidateRequest(const loom::v1::GetJobRequest& req);
+Status ValidateRequest(const loom::v1::GetJobHealthRequest& req);
 Status ValidateRequest(const loom::v1::ReleaseJobRequest& req);
 Status ValidateRequest(const loom::v1::ListJobsRequest& req);
 Status ValidateRequest(const loom::v1::WatchJobsRequest& req);

@@ -1,5 +1,6 @@
 // Controller::ExportSreMetrics: fills an SreView from the controller's state
 // (on the strand) for SreMetrics (sre_metrics.h).
+#include <algorithm>
 #include <chrono>
 
 #include "controller/core/controller.h"
@@ -62,6 +63,50 @@ void Controller::ExportSreMetrics(bool force) {
     }
     v.link_utilization_dropped = fabric_dirs > max_link_series_ ? fabric_dirs - max_link_series_ : 0;
   }
+  // Per-job slowdown: the job's largest pause share is taken over the devices
+  // on its paths (its leaves and route spines) — O(routes) per job.
+  std::map<std::string, double> device_pause;
+  if (snapshot_) {
+    for (const auto& d : snapshot_->links) {
+      if (d.stale || d.pfc_pause_ratio <= 0 || d.tx_device == nullptr) continue;
+      for (const std::string* dev : {d.tx_device, d.rx_device}) {
+        if (dev == nullptr) continue;
+        double& p = device_pause[*dev];
+        p = std::max(p, d.pfc_pause_ratio);
+      }
+    }
+  }
+  std::vector<SreView::Job> all;
+  all.reserve(jobs_.size());
+  std::vector<SreView::Job> opted;
+  for (const auto& [id, job] : jobs_) {
+    const auto& a = job.status().assignment();
+    double pause = 0;
+    if (!device_pause.empty()) {
+      auto at = [&](const std::string& dev) {
+        auto it = device_pause.find(dev);
+        if (it != device_pause.end()) pause = std::max(pause, it->second);
+      };
+      for (const auto& e : job.endpoints()) at(topo_->NicLeaf(topo_->EndpointNic(e)));
+      for (const auto& r : a.routes()) at(r.via());
+    }
+    SreView::Job row{id, job.tenant(), JobFabricSlowdown(a.predicted_max_utilization(), pause)};
+    auto label = job.labels().find("loom.io/metrics");
+    if (label != job.labels().end() && label->second == "true") {
+      opted.push_back(std::move(row));
+    } else {
+      all.push_back(std::move(row));
+    }
+  }
+  const size_t keep = std::min(all.size(), options_.job_series_top_k);
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(),
+                    [](const SreView::Job& x, const SreView::Job& y) {
+                      if (x.slowdown != y.slowdown) return x.slowdown > y.slowdown;
+                      return x.job_id < y.job_id;
+                    });
+  v.jobs.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep));
+  v.jobs_left_out = all.size() - keep;
+  for (auto& j : opted) v.jobs.push_back(std::move(j));
   sre_metrics_->Update(v);
 }
 

@@ -65,7 +65,13 @@ SreMetrics::SreMetrics(prometheus::Registry& registry, size_t top_k)
                               "Share of time (0..1) a link direction was paused by PFC (the top "
                               "directions only)")),
       dropped_(GaugeFamily(registry, "loom_metric_series_dropped",
-                           "Series a capped family left out at the last update (family label)")) {}
+                           "Series a capped family left out at the last update (family label)")),
+      job_slowdown_(GaugeFamily(
+          registry, "loom_job_fabric_slowdown",
+          "Estimated slowdown of a job by the fabric (>= 1; 1 = not slowed): predicted demand "
+          "over capacity on its worst link, over (1 - its paths' largest PFC pause share). "
+          "Only the top jobs by slowdown and jobs labelled loom.io/metrics=true; the full "
+          "answer is GetJobHealth / loomctl jobs why")) {}
 
 void SreMetrics::SetExactly(prometheus::Family<prometheus::Gauge>& family,
                             std::map<Labels, prometheus::Gauge*>& live,
@@ -165,6 +171,10 @@ void SreMetrics::Update(const SreView& v) {
        &SreView::Rate::pfc_pause_ratio);
   dropped_.Add({{"family", "loom_link_utilization"}})
       .Set(static_cast<double>(v.link_utilization_dropped));
+  std::map<Labels, double> jobs;
+  for (const auto& j : v.jobs) jobs[{{"job_id", j.job_id}, {"tenant", j.tenant}}] = j.slowdown;
+  SetExactly(job_slowdown_, job_live_, jobs);
+  dropped_.Add({{"family", "loom_job_fabric_slowdown"}}).Set(static_cast<double>(v.jobs_left_out));
   if (v.link_utilization_dropped > 0 && !utilization_cap_logged_) {
     LOG_WARN("loom_link_utilization is capped: some link directions have no series")
         .With("left_out", v.link_utilization_dropped)

@@ -64,6 +64,15 @@ struct SreView {
     double pfc_pause_ratio = 0;
   };
   std::vector<Rate> rates;  // Fresh directions only.
+  // Jobs whose loom_job_fabric_slowdown is exported: the top-K by slowdown
+  // and the opted-in ones (the caller chooses); `jobs_total` = all jobs.
+  struct Job {
+    std::string job_id;
+    std::string tenant;
+    double slowdown = 1;
+  };
+  std::vector<Job> jobs;
+  uint64_t jobs_left_out = 0;
   // Series left out of loom_link_utilization (its cap).
   uint64_t link_utilization_dropped = 0;
 };
@@ -105,9 +114,10 @@ class SreMetrics {
   prometheus::Family<prometheus::Gauge>& link_cnp_;
   prometheus::Family<prometheus::Gauge>& link_pause_;
   prometheus::Family<prometheus::Gauge>& dropped_;
+  prometheus::Family<prometheus::Gauge>& job_slowdown_;
 
   std::map<Labels, prometheus::Gauge*> mode_live_, in_sync_live_, oos_live_, link_out_live_,
-      drained_live_, storm_live_, ecn_live_, cnp_live_, pause_live_;
+      drained_live_, storm_live_, ecn_live_, cnp_live_, pause_live_, job_live_;
   std::map<std::string, uint64_t> failures_seen_;
   std::map<std::string, double> out_of_sync_since_;
   bool utilization_cap_logged_ = false;  // Logged once per episode.
