@@ -74,6 +74,9 @@ Placement::Placement(std::shared_ptr<const loom::topology::TopologyIndex> topo,
       switches_.push_back(d.id());
     }
   }
+  // Route budgets (2-tier): the index is kept with the jobs from the start, so the
+  // first leaf over its budget does not build it for every job at once.
+  if (!graph_.three_tier()) BuildBudgetIndex();
 }
 
 void Placement::IndexGraph() {
@@ -102,6 +105,7 @@ bool Placement::SetDownLinks(const std::set<std::string>& down) {
   graph_ = FabricGraph::Build(*topo_, down_);
   IndexGraph();
   budget_index_.valid = false;
+  if (!graph_.three_tier()) BuildBudgetIndex();  // same units, graph's leaf indexes
   ++version_;
   MarkAllChanged();
   return true;
@@ -681,6 +685,12 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
     confirmed_.erase(job.job_id());
   }
   rec.job = job;
+  rec.id_prefix = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    const unsigned char c =
+        i < job.job_id().size() ? static_cast<unsigned char>(job.job_id()[i]) : 0;
+    rec.id_prefix = rec.id_prefix << 8 | c;
+  }
   rec.decision = policy_.Evaluate(job);
   BuildUnits(rec, current);
   TrackSpraying(job.job_id(), rec);

@@ -177,6 +177,9 @@ class Placement {
  private:
   struct JobRec {
     loom::v1::Job job;
+    // The job id's first 8 bytes, big-endian, zero-padded: ordered as the ids are
+    // where they differ (BudgetLess).
+    uint64_t id_prefix = 0;
     loom::policy::Decision decision;
     // What the devices could not carry of the policy's action (for the reason).
     std::string limits_note;
@@ -251,6 +254,8 @@ class Placement {
     bool operator()(const BudgetKey& a, const BudgetKey& b) const {
       if (a.neg_rate != b.neg_rate) return a.neg_rate < b.neg_rate;
       if (a.rec != b.rec) {
+        // Job id order: the ids' first 8 bytes (big-endian) decide most pairs.
+        if (a.rec->id_prefix != b.rec->id_prefix) return a.rec->id_prefix < b.rec->id_prefix;
         if (int c = a.rec->job.job_id().compare(b.rec->job.job_id()); c != 0) return c < 0;
       }
       return a.unit < b.unit;
