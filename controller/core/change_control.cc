@@ -100,6 +100,7 @@ void Controller::AddFabricSettings(std::map<std::string, v1::DeviceState>* desir
 void Controller::SetFabricSettings(std::vector<v1::FabricSetting> settings) {
   boost::asio::post(strand_, [this, settings = std::move(settings)]() mutable {
     fabric_settings_ = std::move(settings);
+    ++fabric_settings_version_;
     desired_dirty_ = true;
   });
 }

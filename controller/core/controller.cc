@@ -11,6 +11,7 @@
 #include "common/text.h"
 #include "controller/core/job_validation.h"
 #include "controller/te/next_hops.h"
+#include "southbound/wire/device_state_util.h"
 #include "telemetry/profile.h"
 
 namespace loom::controller {
@@ -254,13 +255,18 @@ Status Controller::Start() {
   {
     // On an over-capacity fabric a recompute that does not lower the worst
     // link would only reshuffle jobs at every restart: keep them where they were.
-    const bool overloaded = placement_.max_utilization() > 1.0 + 1e-9;
-    std::optional<loom::te::Placement> reloaded;
-    if (overloaded) reloaded.emplace(placement_);
-    placement_.Recompute(loom::te::PlacementMode::kFull);
-    if (reloaded && placement_.max_utilization() >
-                        reloaded->max_utilization() * (1.0 - options_.overload_min_gain) - 1e-9) {
-      placement_ = std::move(*reloaded);
+    // There, the re-placement is the bounded one of an overloaded registration
+    // (at most overload_max_moved_jobs jobs move).
+    const double reloaded = placement_.max_utilization();
+    if (reloaded > 1.0 + 1e-9) {
+      loom::te::Placement::Undo undo;
+      auto changed = placement_.Rebalance(options_.overload_max_moved_jobs, &undo);
+      if (!changed.empty() &&
+          placement_.max_utilization() > reloaded * (1.0 - options_.overload_min_gain) - 1e-9) {
+        placement_.RollBack(std::move(undo));
+      }
+    } else {
+      placement_.Recompute(loom::te::PlacementMode::kFull);
     }
   }
 
@@ -526,15 +532,15 @@ std::set<std::string> Controller::DownLinks() const {
   return down;
 }
 
-void Controller::SetAssignment(v1::Job* job, const v1::PathAssignment& a, uint64_t revision,
+void Controller::SetAssignment(v1::Job* job, v1::PathAssignment a, uint64_t revision,
                                const google::protobuf::Timestamp& time) const {
   auto* st = job->mutable_status();
-  *st->mutable_assignment() = a;
-  st->mutable_assignment()->set_revision(revision);
   bool complete = std::all_of(a.routes().begin(), a.routes().end(),
                               [](const v1::RouteAssignment& r) { return !r.via().empty(); });
   st->set_state(complete ? v1::JOB_STATE_ASSIGNED : v1::JOB_STATE_PENDING);
   st->set_message(a.reason());
+  *st->mutable_assignment() = std::move(a);
+  st->mutable_assignment()->set_revision(revision);
   st->set_revision(revision);
   *st->mutable_update_time() = time;
 }
@@ -577,9 +583,53 @@ int Controller::RecomputeInto(Mutation& m, const std::string& cause,
   return static_cast<int>(changed.size());
 }
 
-std::optional<loom::te::Placement> Controller::RecomputeIfOverloaded(
+int Controller::RebalanceInto(Mutation& m, const std::string& cause,
+                              std::map<std::string, v1::Job>* updated, const std::string& skip,
+                              loom::te::Placement::Undo* undo) {
+  const double before = placement_.max_utilization();
+  auto t0 = std::chrono::steady_clock::now();
+  auto changed = placement_.Rebalance(options_.overload_max_moved_jobs, undo);
+  placement_seconds_.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (changed.empty()) {
+    overload_fruitless_ = std::min(overload_fruitless_ + 1, 5);
+    return 0;
+  }
+  if (placement_.max_utilization() > before * (1.0 - options_.overload_min_gain) - 1e-9) {
+    // Not worth the moves (a fabric that cannot fit its jobs would reshuffle them at
+    // every batch for a few percent): put it back, and wait longer before the next
+    // try while they keep gaining too little.
+    placement_.RollBack(std::move(*undo));
+    overload_fruitless_ = std::min(overload_fruitless_ + 1, 5);
+    return 0;
+  }
+  overload_fruitless_ = 0;
+  int moved = 0;
+  for (auto& [id, a] : changed) {
+    if (id == skip) continue;  // reported by its own event
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    v1::Job job = it->second;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_UPDATED, id);
+    ev.set_cause(cause);
+    ev.set_action("recomputed the job's paths: " + std::to_string(a.routes_size()) +
+                  " route(s) over " + std::to_string(a.primary_spines_size()) + " spine(s)");
+    ev.set_result(a.reason());
+    SetAssignment(&job, std::move(a), ev.revision(), ev.time());
+    m.put_jobs.push_back(job);
+    *ev.mutable_job() = job;
+    m.events.push_back(std::move(ev));
+    (*updated)[id] = std::move(job);
+    ++moved;
+  }
+  moves_counter_.Increment(static_cast<double>(changed.size()));
+  return moved + (changed.count(skip) ? 1 : 0);
+}
+
+std::optional<loom::te::Placement::Undo> Controller::RecomputeIfOverloaded(
     const std::string& job_id, Mutation& m, std::map<std::string, v1::Job>* updated) {
   if (!options_.recompute_on_overload || placement_.max_utilization() <= 1.0 + 1e-9) {
+    if (placement_.max_utilization() <= 1.0 + 1e-9) overload_fruitless_ = 0;
     return std::nullopt;
   }
   const TimeNs now = clock_.Now();
@@ -591,17 +641,19 @@ std::optional<loom::te::Placement> Controller::RecomputeIfOverloaded(
   last_overload_recompute_ns_ = now;
   overload_deferred_ = 0;
   const auto wall = std::chrono::steady_clock::now();
-  std::optional<loom::te::Placement> before(placement_);
-  int moved = RecomputeInto(
-      m,
-      "placing job " + job_id + " around the others left links predicted at " +
-          std::to_string(std::lround(before->max_utilization() * 100)) + "% of capacity",
-      updated, &*before, job_id);
+  const double max_before = placement_.max_utilization();
+  std::optional<loom::te::Placement::Undo> before(std::in_place);
+  int moved =
+      RebalanceInto(m,
+                    "placing job " + job_id + " around the others left links predicted at " +
+                        std::to_string(std::lround(max_before * 100)) + "% of capacity",
+                    updated, job_id, &*before);
   PaceOverloadRecompute(wall);
   if (moved == 0) return std::nullopt;  // nothing changed: no rollback needed
-  LOG_INFO("full recompute after an overloaded incremental placement")
+  LOG_INFO("re-placement after an overloaded incremental placement")
       .With("job", job_id)
-      .With("before", before->max_utilization())
+      .With("moved", static_cast<int64_t>(moved))
+      .With("before", max_before)
       .With("after", placement_.max_utilization());
   return before;
 }
@@ -645,7 +697,7 @@ void Controller::DrainRegistrations() {
     Done<v1::RegisterJobResponse> done;
     std::string job_id, tenant;
     v1::RegisterJobResponse resp;
-    std::optional<loom::te::Placement> before;
+    std::optional<loom::te::Placement::Undo> before;
   };
   std::vector<Staged> staged;
   std::vector<std::pair<std::string, std::optional<v1::Job>>> jobs_undo;
@@ -654,6 +706,7 @@ void Controller::DrainRegistrations() {
   std::vector<double> load_before = placement_.LoadSnapshot();
   const TimeNs last_overload_before = last_overload_recompute_ns_;
   const int overload_deferred_before = overload_deferred_;
+  const int overload_fruitless_before = overload_fruitless_;
   std::set<std::string> batch_request_ids, batch_job_ids;
   std::vector<PendingRegistration> next;  // a retry of a request of this batch
   Mutation m;
@@ -694,17 +747,17 @@ void Controller::DrainRegistrations() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     Mutation others;
     std::map<std::string, v1::Job> updated;
-    std::optional<loom::te::Placement> before =
+    std::optional<loom::te::Placement::Undo> before =
         RecomputeIfOverloaded(job.job_id(), others, &updated);
     if (before) a = placement_.AssignmentOf(job.job_id());
     *job.mutable_status()->mutable_create_time() = ev.time();
-    SetAssignment(&job, a, ev.revision(), ev.time());
     ev.set_cause("scheduler request");
     ev.set_action("registered job of tenant " + job.tenant() + " with " +
                   std::to_string(job.endpoints_size()) + " endpoint(s)");
     ev.set_result(a.reason());
+    SetAssignment(&job, std::move(a), ev.revision(), ev.time());
     *ev.mutable_job() = job;
-    mine.events.push_back(ev);
+    mine.events.push_back(std::move(ev));
     mine.put_jobs.push_back(job);
     AppendMutation(mine, std::move(others));
     *resp.mutable_job() = job;
@@ -720,9 +773,9 @@ void Controller::DrainRegistrations() {
       jobs_[id] = std::move(j);
     }
     jobs_undo.emplace_back(job.job_id(), std::nullopt);
-    jobs_[job.job_id()] = job;
     staged.push_back(
         {std::move(p.done), job.job_id(), job.tenant(), std::move(resp), std::move(before)});
+    jobs_[job.job_id()] = std::move(job);
   }
   if (!next.empty()) {
     bool post = false;
@@ -746,12 +799,13 @@ void Controller::DrainRegistrations() {
       }
     }
     for (auto it = staged.rbegin(); it != staged.rend(); ++it) {
-      if (it->before) placement_ = std::move(*it->before);
+      if (it->before) placement_.RollBack(std::move(*it->before));
       placement_.Remove(it->job_id);
     }
     placement_.RestoreLoad(std::move(load_before));
     last_overload_recompute_ns_ = last_overload_before;
     overload_deferred_ = overload_deferred_before;
+    overload_fruitless_ = overload_fruitless_before;
     UpdateGauges();
     for (auto& x : staged) x.done(s, {});
     return;
@@ -789,7 +843,7 @@ void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse>
     v1::PathAssignment a = placement_.Upsert(job);
     Mutation others;
     std::map<std::string, v1::Job> updated;
-    std::optional<loom::te::Placement> before =
+    std::optional<loom::te::Placement::Undo> before =
         RecomputeIfOverloaded(job.job_id(), others, &updated);
     if (before) a = placement_.AssignmentOf(job.job_id());
     SetAssignment(&job, a, ev.revision(), ev.time());
@@ -803,7 +857,7 @@ void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse>
     *resp.mutable_job() = job;
     Remember(m, "UpdateJob", request_id, req, resp);
     if (Status s = CommitAndPublish(m); !s.ok()) {
-      if (before) placement_ = std::move(*before);
+      if (before) placement_.RollBack(std::move(*before));
       placement_.Upsert(it->second);  // back to the old spec and routes
       return done(s, {});
     }
@@ -1384,7 +1438,7 @@ void Controller::GetDesiredStates(Done<std::map<std::string, v1::DeviceState>> d
 }
 
 void Controller::PushDesired(bool force) {
-  if (!desired_dirty_) return;
+  if (!desired_dirty_ && desired_pending_.empty()) return;
   // Building every switch's desired state is O(jobs x routes); under a
   // registration storm it must not take the strand from the registrations.
   // Periodic pushes keep its share of the strand under ~20 %: the next one is
@@ -1392,7 +1446,6 @@ void Controller::PushDesired(bool force) {
   // every ~0.6 s for a 150 ms build). Explicit reads (GetDeviceState) force it.
   const auto wall = std::chrono::steady_clock::now();
   if (!force && options_.wall_clock_pacing && wall < next_desired_push_) return;
-  desired_dirty_ = false;
   struct Pace {
     std::chrono::steady_clock::time_point start, *next;
     ~Pace() {
@@ -1400,16 +1453,78 @@ void Controller::PushDesired(bool force) {
       *next = end + 4 * (end - start);
     }
   } pace{wall, &next_desired_push_};
-  if (gate_.pass_through()) {
-    auto desired = DesiredStates();
+  if (desired_dirty_) {
+    desired_dirty_ = false;
+    // Switches whose placement changed since the last push; when what decorates the
+    // states is as it was then, only those are rebuilt and handed over (the
+    // reconciler keeps the others' states and content keys).
+    const std::set<std::string> changed = placement_.TakeChangedDevices();
+    std::string decoration = DecorationKey();
+    const bool incremental = desired_pushed_ && decoration == desired_decoration_key_;
+    desired_decoration_key_ = std::move(decoration);
+    if (!gate_.pass_through()) {
+      desired_pushed_ = false;  // the gate takes every switch's state at once
+      desired_pending_.clear();
+      ReleaseToReconciler(gate_.Update(DesiredStates()));
+      return;
+    }
+    desired_pushed_ = true;
+    desired_pending_.insert(changed.begin(), changed.end());
+    if (!incremental) {
+      for (auto& d : placement_.DesiredDevices()) desired_pending_.insert(std::move(d));
+      std::map<std::string, v1::DeviceState> deco;
+      adaptive_.Decorate(&deco);
+      for (const auto& [d, st] : deco) desired_pending_.insert(d);
+    }
+  }
+  // A few switches at a time (each turn of the strand at most ~20 ms of them when
+  // paced), so one push of thousands of routes per switch does not stall the strand
+  // for seconds; the rest follow at the next ticks. Each switch's state is whole and
+  // built from the placement of its turn.
+  const bool bounded = options_.wall_clock_pacing && !force;
+  while (!desired_pending_.empty()) {
+    std::set<std::string> chunk;
+    while (!desired_pending_.empty() && chunk.size() < 8) {
+      chunk.insert(chunk.end(), desired_pending_.extract(desired_pending_.begin()).value());
+    }
+    auto desired = DesiredStatesOf(chunk);
     // What the devices are given is what they run: a later switch to change
     // safety starts from it. Shadow mode gives nothing.
     if (!options_.reconciler.shadow) gate_.RecordGiven(desired);
-    reconciler_.SetDesired(desired);  // no copy kept: the reconciler has it
-    PersistChangeState();
-    return;
+    reconciler_.SetDesired(std::move(desired));  // no copy kept: the reconciler has it
+    if (bounded && std::chrono::steady_clock::now() - wall > std::chrono::milliseconds(20)) break;
   }
-  ReleaseToReconciler(gate_.Update(DesiredStates()));
+  PersistChangeState();
+}
+
+std::string Controller::DecorationKey() const {
+  // The decorations alone (adaptive results; fabric settings apply to the switches a
+  // state is built for, so their version stands for them), and the links that are down.
+  std::map<std::string, v1::DeviceState> deco;
+  adaptive_.Decorate(&deco);
+  std::string key = std::to_string(fabric_settings_version_) + "|";
+  for (const auto& id : DownLinks()) key += id + ",";
+  key += "|";
+  for (const auto& [device, state] : deco) {
+    key += device + ":" + loom::southbound::ContentKey(state) + "|";
+  }
+  return key;
+}
+
+std::map<std::string, v1::DeviceState> Controller::DesiredStatesOf(
+    const std::set<std::string>& devices) const {
+  std::map<std::string, v1::DeviceState> desired;
+  for (const auto& d : devices)
+    desired.emplace_hint(desired.end(), d, placement_.DesiredStateOf(d));
+  adaptive_.Decorate(&desired);
+  // Decorate adds the switches it decorates: only the ones asked for are rebuilt.
+  for (auto it = desired.begin(); it != desired.end();) {
+    it = devices.count(it->first) ? std::next(it) : desired.erase(it);
+  }
+  AddFabricSettings(&desired);
+  loom::te::AddNextHopReach(*topo_, DownLinks(), &desired);
+  for (auto& [device, state] : desired) prefix_plan_.FillPrefixes(&state);
+  return desired;
 }
 
 std::map<std::string, v1::DeviceState> Controller::DesiredStates() const {
@@ -1795,8 +1910,11 @@ void Controller::VacuumSome() {
 }
 
 bool Controller::OverloadRecomputeDue(TimeNs now) const {
+  // The interval doubles with each re-placement in a row that gained too little
+  // (up to 32 x): a fabric that cannot be helped is not searched every second.
   if (last_overload_recompute_ns_ >= 0 &&
-      now - last_overload_recompute_ns_ < options_.overload_recompute_interval_ns) {
+      now - last_overload_recompute_ns_ <
+          options_.overload_recompute_interval_ns * (TimeNs{1} << overload_fruitless_)) {
     return false;
   }
   return !options_.wall_clock_pacing ||
@@ -1824,26 +1942,26 @@ void Controller::RunDeferredOverloadRecompute() {
   } paced{this, wall};
   Mutation m;
   std::map<std::string, v1::Job> updated;
-  loom::te::Placement saved = placement_;
-  const double before = saved.max_utilization();
-  int moved = RecomputeInto(
+  loom::te::Placement::Undo saved;
+  const double before = placement_.max_utilization();
+  int moved = RebalanceInto(
       m,
       "batched re-placement: " + std::to_string(batch) +
           " registration(s) or update(s) placed incrementally on an overloaded fabric left "
           "links predicted at " +
           std::to_string(std::lround(before * 100)) + "% of capacity",
-      &updated, &saved);
+      &updated, "", &saved);
   if (moved == 0) return;
   if (CommitAndPublish(m).ok()) {
     for (auto& [id, job] : updated) jobs_[id] = job;
     UpdateGauges();
-    LOG_INFO("batched full recompute on an overloaded fabric")
+    LOG_INFO("batched re-placement on an overloaded fabric")
         .With("registrations", static_cast<int64_t>(batch))
         .With("moved", static_cast<int64_t>(moved))
         .With("before", before)
         .With("after", placement_.max_utilization());
   } else {
-    placement_ = std::move(saved);
+    placement_.RollBack(std::move(saved));
   }
 }
 

@@ -100,6 +100,11 @@ struct ControllerOptions {
   // fraction; otherwise nothing moves (moving thousands of jobs for a few
   // percent on a fabric that cannot fit them is churn, not progress).
   double overload_min_gain = 0.05;
+  // Such a re-placement moves the traffic of at most this many jobs (those on
+  // the hottest links whose move lowers the worst link; Placement::Rebalance):
+  // bounded churn and bounded work however many jobs the fabric holds. A
+  // fabric with at most this many jobs is re-placed in full.
+  size_t overload_max_moved_jobs = 64;
   // Keep expensive strand work (full re-placements on overload, building every
   // switch's desired state) under ~20 % of the strand's wall time by spacing it
   // 4 x its last duration. Virtual-time runs (closed-loop tests, benchmarks)
@@ -300,7 +305,7 @@ class Controller {
   loom::v1::LinkStatus MakeLinkStatus(const loom::v1::Link& link) const;
   void UpdateGauges();
   // Sets a job's status from a fresh assignment.
-  void SetAssignment(loom::v1::Job* job, const loom::v1::PathAssignment& a, uint64_t revision,
+  void SetAssignment(loom::v1::Job* job, loom::v1::PathAssignment a, uint64_t revision,
                      const google::protobuf::Timestamp& time) const;
   // Full recompute after a change of topology, drains or policy; adds the
   // changed jobs and their JOB_UPDATED events to `m`. Returns jobs moved.
@@ -319,7 +324,14 @@ class Controller {
   bool OverloadRecomputeDue(TimeNs now) const;
   void PaceOverloadRecompute(std::chrono::steady_clock::time_point start);
   std::chrono::steady_clock::time_point next_overload_recompute_{};
-  std::optional<loom::te::Placement> RecomputeIfOverloaded(
+  // The bounded overload re-placement (Placement::Rebalance) with the
+  // overload_min_gain rule: when it does not lower the worst link enough it is
+  // rolled back and nothing moves. Adds the moved jobs' events to `m` and their
+  // specs to `updated` (except `skip`); `undo` puts it back. Returns jobs moved.
+  int RebalanceInto(Mutation& m, const std::string& cause,
+                    std::map<std::string, loom::v1::Job>* updated, const std::string& skip,
+                    loom::te::Placement::Undo* undo);
+  std::optional<loom::te::Placement::Undo> RecomputeIfOverloaded(
       const std::string& job_id, Mutation& m, std::map<std::string, loom::v1::Job>* updated);
   static void AppendMutation(Mutation& into, Mutation&& from);
   std::set<std::string> DownLinks() const;
@@ -401,6 +413,20 @@ class Controller {
   loom::southbound::bgp::PrefixPlan prefix_plan_;
   // Desired state of every switch with prefixes filled in.
   std::map<std::string, loom::v1::DeviceState> DesiredStates() const;
+  // Desired state of the given switches only, decorated as DesiredStates()
+  // decorates them (every decoration is per device).
+  std::map<std::string, loom::v1::DeviceState> DesiredStatesOf(
+      const std::set<std::string>& devices) const;
+  // What decorates the placement's desired states (adaptive results, fabric
+  // settings, down links): when it is what it was at the last push, only the
+  // switches whose placement changed are rebuilt and handed over.
+  std::string DecorationKey() const;
+  std::string desired_decoration_key_;
+  // Switches whose desired state is still to be rebuilt and handed over (a push
+  // does a few at a time).
+  std::set<std::string> desired_pending_;
+  bool desired_pushed_ = false;  // a full desired state was handed over
+  uint64_t fabric_settings_version_ = 0;
   // Hands the reconciler the current desired state when assignments changed.
   void PushDesired(bool force = false);
   std::chrono::steady_clock::time_point next_desired_push_{};
@@ -436,6 +462,9 @@ class Controller {
   // Overload re-placement: the last one (-1 = never) and registrations since
   // that were placed incrementally on an overloaded fabric (batched in Tick).
   TimeNs last_overload_recompute_ns_ = -1;
+  // Overload re-placements in a row that gained less than overload_min_gain (the
+  // interval doubles with each, up to 32 x).
+  int overload_fruitless_ = 0;
   int overload_deferred_ = 0;
   // Registrations waiting for the strand (group commit, RegisterJob): queued by
   // any thread; one drain on the strand takes them all.

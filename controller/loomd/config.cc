@@ -93,6 +93,7 @@ const std::vector<loom::proto_util::NumberRange> kConfigRanges = {
     {"loom.v1.LoomdConfig.watch_buffer_kib", 0, 1'048'576},
     {"loom.v1.LoomdConfig.request_retention", 0, 100'000'000},
     {"loom.v1.LoomdConfig.request_retention_mib", 0, 1'048'576},
+    {"loom.v1.LoomdConfig.overload_max_moved_jobs", 0, 1'000'000},
     {"loom.v1.LoomdConfig.telemetry_interval_ms", 0, 60'000},
     {"loom.v1.LoomdConfig.telemetry_stale_intervals", 0, 1000},
     {"loom.v1.ChangeSafetyConfig.canary_count", 0, 100'000},
@@ -244,6 +245,7 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
   if (config->watch_buffer_kib() == 0) config->set_watch_buffer_kib(1024);
   if (config->request_retention() == 0) config->set_request_retention(100'000);
   if (config->request_retention_mib() == 0) config->set_request_retention_mib(128);
+  if (config->overload_max_moved_jobs() == 0) config->set_overload_max_moved_jobs(64);
   if (config->slow_watcher_policy().empty()) config->set_slow_watcher_policy("catch-up");
   if (config->slow_watcher_policy() != "catch-up" && config->slow_watcher_policy() != "cut") {
     *error = "slow_watcher_policy: " + QuoteInput(config->slow_watcher_policy()) +

@@ -267,6 +267,7 @@ int main(int argc, char** argv) {
   copts.event_cache_bytes = size_t{config.event_cache_mib()} << 20;
   copts.request_retention = config.request_retention();
   copts.request_retention_bytes = size_t{config.request_retention_mib()} << 20;
+  copts.overload_max_moved_jobs = config.overload_max_moved_jobs();
   copts.slow_watcher_policy = config.slow_watcher_policy() == "cut"
                                   ? loom::controller::SlowWatcherPolicy::kCut
                                   : loom::controller::SlowWatcherPolicy::kCatchUp;

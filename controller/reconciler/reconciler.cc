@@ -18,7 +18,15 @@ Reconciler::Reconciler(const Clock& clock, std::function<void(std::function<void
 void Reconciler::AddDriver(loom::southbound::Driver* driver) { drivers_.push_back(driver); }
 
 void Reconciler::SetDesired(const std::map<std::string, v1::DeviceState>& desired) {
-  for (const auto& [id, state] : desired) {
+  for (const auto& [id, state] : desired) SetOne(id, state);
+}
+
+void Reconciler::SetDesired(std::map<std::string, v1::DeviceState>&& desired) {
+  for (auto& [id, state] : desired) SetOne(id, std::move(state));
+}
+
+void Reconciler::SetOne(const std::string& id, v1::DeviceState state) {
+  {
     Dev& d = devices_[id];
     d.sync.device = id;
     if (!d.driver) {
@@ -31,8 +39,8 @@ void Reconciler::SetDesired(const std::map<std::string, v1::DeviceState>& desire
       }
     }
     std::string key = ContentKey(state);
-    if (key == d.desired_key && d.sync.desired_generation > 0) continue;
-    d.desired = state;
+    if (key == d.desired_key && d.sync.desired_generation > 0) return;
+    d.desired = std::move(state);
     d.desired_key = std::move(key);
     d.desired.set_generation(++d.sync.desired_generation);
     d.sync.in_sync = d.have_applied && ContentKey(d.applied) == d.desired_key;

@@ -77,6 +77,8 @@ class Reconciler {
   // are left as they are). Devices whose content changed are applied at the
   // next Tick.
   void SetDesired(const std::map<std::string, loom::v1::DeviceState>& desired);
+  // The same, taking the states (no copy).
+  void SetDesired(std::map<std::string, loom::v1::DeviceState>&& desired);
   // Starts what is due: changed devices, retries whose backoff expired,
   // drift checks.
   void Tick();
@@ -112,6 +114,7 @@ class Reconciler {
     uint64_t shadow_read_generation = 0;  // desired generation last compared (shadow)
     bool shadow_read = false;
   };
+  void SetOne(const std::string& id, loom::v1::DeviceState state);
   void StartApply(Dev& d);
   void StartCheck(Dev& d);
   void OnApplied(const std::string& device, uint64_t generation,

@@ -600,6 +600,20 @@ class Solver {
       });
     }
   }
+  // Places unit u (unplaced) on c without keeping the maximum: for placing many units
+  // at once, followed by RebuildMax (O(edges) instead of O(log edges) per entry).
+  void AssignQuiet(size_t u, const Cand& c) {
+    top_[u] = c.top;
+    Edges(u, c, [&](int e, double r) {
+      load_[static_cast<size_t>(e)] += r;
+      auto& v = on_edge_[static_cast<size_t>(e)];
+      if (v.empty()) dirty_.push_back(e);
+      v.push_back(u);
+    });
+  }
+  void RebuildMax() {
+    tree_.Build(load_.size(), [&](size_t e) { return Util(static_cast<int>(e)); });
+  }
   double Util(int e) const {
     double cap = g_.capacity(e);
     return cap > 0 ? load_[static_cast<size_t>(e)] / cap : 0;
@@ -639,6 +653,42 @@ class Solver {
           mx, (load_[static_cast<size_t>(e)] + extra[static_cast<size_t>(e)] + r) / g_.capacity(e));
     });
     return mx;
+  }
+
+  // Churn budget (Rebalance): units of at most `max_groups` distinct groups move.
+  void SetBudget(const std::vector<uint32_t>* group, size_t max_groups) {
+    group_ = group;
+    max_groups_ = max_groups;
+    groups_moved_ = 0;
+    uint32_t n = 0;
+    if (group_) {
+      for (uint32_t x : *group_) n = std::max(n, x + 1);
+    }
+    group_moved_.assign(n, 0);
+  }
+  // Whether unit u may move within the budget.
+  bool MayMove(size_t u) const {
+    return !group_ || group_moved_[(*group_)[u]] || groups_moved_ < max_groups_;
+  }
+  // Whether units `us` may all move together within the budget.
+  bool Fits(const std::vector<size_t>& us) const {
+    if (!group_) return true;
+    std::vector<uint32_t> fresh;
+    for (size_t u : us) {
+      const uint32_t x = (*group_)[u];
+      if (!group_moved_[x] && std::find(fresh.begin(), fresh.end(), x) == fresh.end()) {
+        fresh.push_back(x);
+      }
+    }
+    return groups_moved_ + fresh.size() <= max_groups_;
+  }
+  void NoteMoved(size_t u) {
+    if (!group_) return;
+    char& m = group_moved_[(*group_)[u]];
+    if (!m) {
+      m = 1;
+      ++groups_moved_;
+    }
   }
 
   // Greedy placement of `order` (unit indexes). Among equally good tops a unit joins
@@ -725,7 +775,7 @@ class Solver {
       on_hot = on_edge_[static_cast<size_t>(hot)];
       std::sort(on_hot.begin(), on_hot.end());
       for (size_t u : on_hot) {
-        if (!movable[u] || top_[u] < 0) continue;
+        if (!movable[u] || top_[u] < 0 || !MayMove(u)) continue;
         Cand cur;
         Find(u, top_[u], &cur);
         Apply(u, cur, -1);
@@ -751,6 +801,7 @@ class Solver {
       }
       if (have) {
         Assign(best_u, &best_c);
+        NoteMoved(best_u);
       } else if (!Swap(hot, global, movable) &&
                  (global <= 1.0 + 1e-9 || ++chains > kMaxChains || !Chain(hot, global, movable))) {
         return;
@@ -817,7 +868,7 @@ class Solver {
       std::vector<size_t> on_block = on_edge_[static_cast<size_t>(block)];
       std::sort(on_block.begin(), on_block.end());
       for (size_t v : on_block) {
-        if (v == u || !movable[v] || top_[v] < 0 || in_chain_[v]) continue;
+        if (v == u || !movable[v] || top_[v] < 0 || in_chain_[v] || !MayMove(v)) continue;
         Cand vc;
         Find(v, top_[v], &vc);
         const size_t m2 = ops_.size();
@@ -844,7 +895,7 @@ class Solver {
     in_chain_.assign(units_.size(), 0);
     budget_ = kChainNodes;
     for (size_t u : on_hot) {
-      if (!movable[u] || top_[u] < 0) continue;
+      if (!movable[u] || top_[u] < 0 || !MayMove(u)) continue;
       ops_.clear();
       moves_.clear();
       Cand cur;
@@ -855,8 +906,15 @@ class Solver {
         if (ChainPlace(u, limit, kChainDepth, movable, -1)) {
           const auto moves = moves_;
           Undo(0);
-          for (const auto& [x, c] : moves) Assign(x, &c);
-          return true;
+          std::vector<size_t> who;
+          for (const auto& [x, c] : moves) who.push_back(x);
+          if (Fits(who)) {
+            for (const auto& [x, c] : moves) {
+              Assign(x, &c);
+              NoteMoved(x);
+            }
+            return true;
+          }
         }
         in_chain_[u] = 0;
       }
@@ -889,7 +947,7 @@ class Solver {
     std::vector<size_t> on_block;
     std::vector<Cand> cands_u, cands_v;
     for (size_t u : on_hot) {
-      if (!movable[u] || top_[u] < 0) continue;
+      if (!movable[u] || top_[u] < 0 || !MayMove(u)) continue;
       Cand cur;
       Find(u, top_[u], &cur);
       Apply(u, cur, -1);
@@ -907,7 +965,7 @@ class Solver {
         on_block = on_edge_[static_cast<size_t>(block)];
         std::sort(on_block.begin(), on_block.end());
         for (size_t v : on_block) {
-          if (v == u || !movable[v] || top_[v] < 0) continue;
+          if (v == u || !movable[v] || top_[v] < 0 || !Fits({u, v})) continue;
           Cand vc;
           Find(v, top_[v], &vc);
           Apply(v, vc, -1);
@@ -921,6 +979,8 @@ class Solver {
               const Cand cu = c, dv = d;
               Assign(u, &cu);
               Assign(v, &dv);
+              NoteMoved(u);
+              NoteMoved(v);
               return true;
             }
           }
@@ -958,6 +1018,9 @@ class Solver {
     std::vector<std::pair<int, double>> arena;
   };
   PlaceWorkspace::Buffers* buf_ = nullptr;
+  const std::vector<uint32_t>* group_ = nullptr;  // churn budget (SetBudget)
+  size_t max_groups_ = 0, groups_moved_ = 0;
+  std::vector<char> group_moved_;
   std::shared_ptr<Tables> tab_ = std::make_shared<Tables>();
   std::vector<std::vector<size_t>> on_edge_;  // units placed over each edge
   std::vector<int> dirty_;                    // edges whose list was filled
@@ -1203,6 +1266,70 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
     }
   }
   r.edge_load = std::move(chosen->load_);  // last use of the solver
+  return r;
+}
+
+PlacementResult Rebalance(const FabricGraph& g, const std::vector<Unit>& units,
+                          const std::vector<uint32_t>& group, size_t max_groups,
+                          const PlacementParams& params, PlaceWorkspace* ws) {
+  PathCache paths(g);
+  Solver s(g, units, paths, nullptr, ws ? ws->Get(0) : nullptr);
+  std::vector<bool> movable(units.size(), false);
+  for (size_t u = 0; u < units.size(); ++u) {
+    Solver::Cand c;
+    if (units[u].current >= 0 && s.Find(u, units[u].current, &c)) {
+      s.AssignQuiet(u, c);
+      movable[u] = !units[u].pinned;
+    }
+  }
+  s.RebuildMax();
+  const double before = s.MaxUtil();
+  s.SetBudget(group.size() == units.size() ? &group : nullptr, max_groups);
+  const size_t rounds =
+      std::min(static_cast<size_t>(std::max(0, params.max_improvement_rounds)), 16 * max_groups);
+  s.Improve(movable, static_cast<int>(rounds));
+  PlacementResult r;
+  r.top = s.top_;
+  r.max_utilization = s.MaxUtil(&r.hottest_edge);
+  r.reason.resize(units.size());
+  r.backup.assign(units.size(), -1);
+  for (size_t u = 0; u < units.size(); ++u) {
+    const int t = r.top[u];
+    if (t == units[u].current || t < 0) continue;
+    ++r.moved;
+    // Backup: the allowed alternative with the least loaded path.
+    bool have = false;
+    double best = 0;
+    Solver::Cand cur;
+    s.ForEachCand(u, [&](const Solver::Cand& c) {
+      if (c.top == t) return;
+      const double score = s.ScoreMax(u, c);
+      if (!have || score < best - kEps) {
+        have = true;
+        best = score;
+        r.backup[u] = c.top;
+      }
+    });
+    double worst = 0;
+    int worst_edge = -1;
+    if (s.Find(u, t, &cur)) {
+      s.Edges(u, cur, [&](int e, double) {
+        if (s.Util(e) >= worst) {
+          worst = s.Util(e);
+          worst_edge = e;
+        }
+      });
+    }
+    r.reason[u] = "via " + g.top(t) + " (moved from " +
+                  (units[u].current >= 0 ? g.top(units[u].current) : std::string("nowhere")) +
+                  ": a bounded re-placement of the over-capacity fabric takes traffic off its "
+                  "hottest links, predicted maximum " +
+                  Percent(before) + " -> " + Percent(r.max_utilization) + "; busiest hop " +
+                  (worst_edge >= 0 ? g.edge_name(worst_edge) : std::string()) + " at " +
+                  Percent(worst) + ")";
+  }
+  r.adopted_new = r.moved > 0;
+  r.edge_load = std::move(s.load_);
   return r;
 }
 

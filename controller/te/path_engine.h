@@ -203,6 +203,19 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
                       const PlacementParams& params, PlacementMode mode,
                       const std::vector<double>* base_load = nullptr, PlaceWorkspace* ws = nullptr);
 
+// Bounded-churn re-placement (a fabric predicted over capacity): from every unit's
+// current top (Unit::current; -1 stays unplaced), moves units off the hottest edge
+// while that lowers the maximum utilization (Place's local search: single moves,
+// pair moves, chains), but only units of at most `max_groups` distinct groups
+// (`group[u]`: the unit's job) in all, so a re-placement of a fabric that cannot fit
+// its jobs moves a bounded number of them for what it gains, instead of re-placing
+// everything. Units not moved keep their top and get backup -1 (the caller keeps
+// theirs); moved ones get a backup and a reason. Cost: one pass over the units plus
+// at most min(params.max_improvement_rounds, 16 x max_groups) rounds.
+PlacementResult Rebalance(const FabricGraph& g, const std::vector<Unit>& units,
+                          const std::vector<uint32_t>& group, size_t max_groups,
+                          const PlacementParams& params, PlaceWorkspace* ws = nullptr);
+
 // Maximum utilization of a given assignment (for tests and benchmarks).
 double MaxUtilization(const FabricGraph& g, const std::vector<Unit>& units,
                       const std::vector<int>& top);

@@ -74,6 +74,9 @@ Placement::Placement(std::shared_ptr<const loom::topology::TopologyIndex> topo,
       switches_.push_back(d.id());
     }
   }
+  // Route budgets (2-tier): the index is kept with the jobs from the start, so the
+  // first leaf over its budget does not build it for every job at once.
+  if (!graph_.three_tier()) BuildBudgetIndex();
 }
 
 void Placement::IndexGraph() {
@@ -91,6 +94,7 @@ void Placement::IndexGraph() {
 void Placement::SetPolicy(const v1::PolicySet& set) {
   policy_ = loom::policy::PolicyEngine(set);
   ++version_;
+  MarkAllChanged();
   RecomputeDedication();
   for (auto& [id, rec] : jobs_) rec.decision = policy_.Evaluate(rec.job);
 }
@@ -101,7 +105,9 @@ bool Placement::SetDownLinks(const std::set<std::string>& down) {
   graph_ = FabricGraph::Build(*topo_, down_);
   IndexGraph();
   budget_index_.valid = false;
+  if (!graph_.three_tier()) BuildBudgetIndex();  // same units, graph's leaf indexes
   ++version_;
+  MarkAllChanged();
   return true;
 }
 
@@ -352,11 +358,13 @@ void Placement::UpdateMax() {
 void Placement::SetSelectiveRepeatNics(std::set<std::string> nics) {
   selective_repeat_ = std::move(nics);
   ++version_;
+  MarkAllChanged();
 }
 
 void Placement::SetReorderTolerantNics(std::set<std::string> nics) {
   reorder_tolerant_ = std::move(nics);
   ++version_;
+  MarkAllChanged();
 }
 
 namespace {
@@ -444,7 +452,10 @@ void Placement::UpdateSpraying(bool every_job) {
     rec.sprayed.assign(rec.units.size(), 0);
     rec.spray_note.clear();
   }
-  if (any) ++version_;
+  if (any) {
+    ++version_;
+    MarkAllChanged();
+  }
   if (graph_.three_tier()) return;
   // Not known yet where the job's bytes go (the pattern's prior, not yet confirmed
   // by measurement): spraying fits any matrix, pinning only the right one.
@@ -469,6 +480,7 @@ void Placement::UpdateSpraying(bool every_job) {
     }
     if (count == 0) continue;
     ++version_;
+    MarkAllChanged();
     rec.spray_note = std::to_string(count) +
                      " destination(s) sprayed per packet: the job's pattern does not fix who "
                      "sends to whom, so its pairs are a guess until measured or stated, and "
@@ -594,6 +606,7 @@ void Placement::UpdateSpraying(bool every_job) {
     }
     if (count == 0) continue;
     ++version_;
+    MarkAllChanged();
     rec.spray_note =
         std::to_string(count) +
         " destination(s) sprayed per packet at their source leaves: pinning whole "
@@ -655,6 +668,7 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
     AddLoad(it->second, -1);
     CountRoutes(it->second, -1);
     IndexRoutes(it->second, -1);
+    MarkChanged(it->second);
     for (size_t u = 0; u < it->second.units.size(); ++u) {
       const Unit& unit = it->second.units[u];
       current[PartKey(unit.dst_nic, unit.qp_mask, unit.qp_value)] = it->second.top[u];
@@ -671,6 +685,12 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
     confirmed_.erase(job.job_id());
   }
   rec.job = job;
+  rec.id_prefix = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    const unsigned char c =
+        i < job.job_id().size() ? static_cast<unsigned char>(job.job_id()[i]) : 0;
+    rec.id_prefix = rec.id_prefix << 8 | c;
+  }
   rec.decision = policy_.Evaluate(job);
   BuildUnits(rec, current);
   TrackSpraying(job.job_id(), rec);
@@ -682,6 +702,7 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   AddLoad(rec, +1);
   CountRoutes(rec, +1);
   ++version_;
+  MarkChanged(rec);
   UpdateMax();
   IndexRoutes(rec, +1);  // after spraying was decided (a no-op for what it added)
   v1::PathAssignment a = MakeAssignment(rec);
@@ -758,6 +779,7 @@ bool Placement::SetDemandConfirmed(const std::string& job_id) {
     return false;
   }
   ++version_;
+  MarkAllChanged();
   UpdateSpraying();
   return true;
 }
@@ -773,6 +795,7 @@ void Placement::Remove(const std::string& job_id) {
   AddLoad(it->second, -1);
   CountRoutes(it->second, -1);
   IndexRoutes(it->second, -1);
+  MarkChanged(it->second);
   jobs_.erase(it);
   ++version_;
   UpdateMax();
@@ -782,6 +805,7 @@ void Placement::RestoreLoad(std::vector<double> load) {
   if (load.size() != load_.size()) return;  // the graph changed meanwhile
   load_ = std::move(load);
   ++version_;
+  MarkAllChanged();
   UpdateMax();
 }
 
@@ -792,6 +816,7 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
   std::vector<std::pair<JobRec*, size_t>> owner;
   std::map<std::string, std::string> before;
   ++version_;
+  MarkAllChanged();
   // Every unit is rebuilt, but most jobs keep their routes: the budget index (when
   // built) follows only the jobs whose routes differ, each job's entries before
   // compared with after. It is left alone meanwhile.
@@ -866,6 +891,148 @@ std::map<std::string, v1::PathAssignment> Placement::Recompute(PlacementMode mod
     last_key_[id] = std::move(key);
   }
   return changed;
+}
+
+std::map<std::string, v1::PathAssignment> Placement::Rebalance(size_t max_jobs, Undo* undo) {
+  *undo = Undo();
+  undo->valid = true;
+  undo->load = load_;
+  auto save = [&](const std::string& id, const JobRec* rec) {
+    if (rec && !undo->jobs.count(id)) undo->jobs.emplace(id, *rec);
+    if (!undo->last_key.count(id)) {
+      auto lk = last_key_.find(id);
+      undo->last_key[id] = lk == last_key_.end() ? std::string() : lk->second;
+    }
+  };
+  if (jobs_.size() <= max_jobs) {
+    // Few jobs: the full re-placement moves at most that many.
+    for (const auto& [id, rec] : jobs_) save(id, &rec);
+    return Recompute(PlacementMode::kFull);
+  }
+  // Every placed unit, lent to the path engine from its current top and given back.
+  std::vector<Unit> all;
+  std::vector<std::pair<JobRec*, size_t>> owner;
+  std::vector<uint32_t> group;
+  std::vector<std::pair<const std::string*, JobRec*>> recs;
+  recs.reserve(jobs_.size());
+  for (auto& [id, rec] : jobs_) {
+    const uint32_t j = static_cast<uint32_t>(recs.size());
+    recs.emplace_back(&id, &rec);
+    for (size_t u = 0; u < rec.units.size(); ++u) {
+      Unit& unit = rec.units[u];
+      unit.current = u < rec.top.size() ? rec.top[u] : -1;
+      unit.pinned = false;
+      all.push_back(std::move(unit));
+      owner.emplace_back(&rec, u);
+      group.push_back(j);
+    }
+  }
+  PlacementResult r = loom::te::Rebalance(graph_, all, group, max_jobs, params_, &workspace_);
+  std::vector<char> moved(recs.size(), 0);
+  for (size_t i = 0; i < all.size(); ++i) {
+    auto [rec, u] = owner[i];
+    if (r.top[i] != all[i].current) moved[group[i]] = 1;
+    rec->units[u] = std::move(all[i]);
+  }
+  // The moved jobs: saved, then given their new tops (route counts and the budget
+  // index follow them).
+  std::vector<size_t> moved_jobs;
+  for (size_t j = 0; j < recs.size(); ++j) {
+    if (!moved[j]) continue;
+    moved_jobs.push_back(j);
+    JobRec& rec = *recs[j].second;
+    save(*recs[j].first, &rec);
+    CountRoutes(rec, -1);
+    IndexRoutes(rec, -1);
+    MarkChanged(rec);
+  }
+  for (size_t i = 0; i < owner.size(); ++i) {
+    if (!moved[group[i]]) continue;
+    auto [rec, u] = owner[i];
+    if (r.top[i] == rec->top[u]) continue;
+    rec->top[u] = r.top[i];
+    if (u < rec->backup.size()) rec->backup[u] = r.backup[i];
+    if (u < rec->reason.size()) rec->reason[u] = std::move(r.reason[i]);
+  }
+  for (size_t j : moved_jobs) {
+    JobRec& rec = *recs[j].second;
+    CountRoutes(rec, +1);
+    IndexRoutes(rec, +1);
+    MarkChanged(rec);
+  }
+  // Jobs that may be sprayed can change with the load (UpdateSpraying).
+  for (const auto& id : spray_ok_jobs_) save(id, nullptr);
+  for (size_t j : moved_jobs) save(*recs[j].first, nullptr);
+  if (!moved_jobs.empty()) {
+    load_ = std::move(r.edge_load);
+    ++version_;
+    UpdateMax();
+  }
+  std::map<std::string, v1::PathAssignment> changed;
+  for (const auto& [id, was] : undo->last_key) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    std::string key = RouteKeyOf(it->second);
+    if (key == was) continue;
+    changed[id] = MakeAssignment(it->second);
+    last_key_[id] = std::move(key);
+  }
+  // Spray-eligible jobs whose flags UpdateSpraying changed are restored by it on RollBack
+  // (their records are saved only when they moved).
+  return changed;
+}
+
+void Placement::RollBack(Undo&& undo) {
+  if (!undo.valid) return;
+  for (auto& [id, saved] : undo.jobs) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    JobRec& rec = it->second;
+    CountRoutes(rec, -1);
+    IndexRoutes(rec, -1);
+    MarkChanged(rec);
+    rec = std::move(saved);
+    TrackSpraying(id, rec);
+    CountRoutes(rec, +1);
+    IndexRoutes(rec, +1);
+    MarkChanged(rec);
+  }
+  for (auto& [id, key] : undo.last_key) {
+    if (!jobs_.count(id)) continue;
+    if (key.empty()) {
+      last_key_.erase(id);
+    } else {
+      last_key_[id] = std::move(key);
+    }
+  }
+  if (undo.load.size() == load_.size()) load_ = std::move(undo.load);
+  undo.valid = false;
+  ++version_;
+  UpdateMax();
+}
+
+void Placement::MarkChanged(const JobRec& rec) {
+  if (changed_all_) return;
+  // Spray rules list jobs on every leaf, and pod spines carry routes: every switch.
+  if (graph_.three_tier() || rec.spray_ok || rec.decision.action.spray_eligible()) {
+    changed_all_ = true;
+    return;
+  }
+  if (changed_.size() != switches_.size()) changed_.assign(switches_.size(), 0);
+  for (int l : rec.nic_leaves) {
+    auto it = switch_index_.find(graph_.leaf(l));
+    if (it != switch_index_.end()) changed_[static_cast<size_t>(it->second)] = 1;
+  }
+}
+
+std::set<std::string> Placement::TakeChangedDevices() {
+  std::set<std::string> out;
+  for (size_t s = 0; s < switches_.size(); ++s) {
+    if (changed_all_ || (s < changed_.size() && changed_[s])) out.insert(switches_[s]);
+  }
+  changed_all_ = false;
+  changed_.assign(switches_.size(), 0);
+  return out;
 }
 
 std::string Placement::RouteKeyOf(const JobRec& rec) const {

@@ -53,6 +53,7 @@ class Placement {
   void SetDeviceLimits(DeviceLimitsMap limits) {
     limits_ = std::move(limits);
     ++version_;
+    MarkAllChanged();
   }
 
   // Adds or replaces a job and places its traffic incrementally around the
@@ -97,6 +98,18 @@ class Placement {
   // Recomputes every job. Returns the assignments whose routes changed.
   std::map<std::string, loom::v1::PathAssignment> Recompute(PlacementMode mode);
 
+  // What a re-placement changed, to put it back (RollBack).
+  struct Undo;
+  // Bounded-churn re-placement of a fabric predicted over capacity: moves the
+  // traffic of at most `max_jobs` jobs, units on the hottest links whose move
+  // lowers the maximum (path_engine.h Rebalance); with at most `max_jobs` jobs, a
+  // full recompute. Cost: one pass over the placed units, not a new placement.
+  // Fills `undo`; returns the assignments whose routes changed.
+  std::map<std::string, loom::v1::PathAssignment> Rebalance(size_t max_jobs, Undo* undo);
+  // Puts back what the re-placement that filled `undo` changed. Changes made after
+  // it must have been undone first (newest first).
+  void RollBack(Undo&& undo);
+
   // Desired state. Routes are scoped and budgeted:
   // - a unit's colored route goes only on the leaves its traffic enters the
   //   fabric from (its source leaves; in a 3-tier fabric also the pod spine
@@ -116,6 +129,12 @@ class Placement {
   std::vector<std::string> DesiredDevices() const;
   // Desired state of one switch (empty when it has none).
   loom::v1::DeviceState DesiredStateOf(const std::string& device) const;
+  // Switches whose desired state (DesiredStateOf) may differ from when this was
+  // last called (all of them the first time and after fabric-wide changes: graph,
+  // policy, limits, NIC sets, spraying), and forgets them. A job's change marks
+  // the leaves of its NICs (every switch in 3-tier fabrics or when the job may be
+  // sprayed: spray rules and pod spines).
+  std::set<std::string> TakeChangedDevices();
   // Route figures of the current desired state.
   struct RouteStats {
     size_t routes = 0;         // installed, every device
@@ -158,6 +177,9 @@ class Placement {
  private:
   struct JobRec {
     loom::v1::Job job;
+    // The job id's first 8 bytes, big-endian, zero-padded: ordered as the ids are
+    // where they differ (BudgetLess).
+    uint64_t id_prefix = 0;
     loom::policy::Decision decision;
     // What the devices could not carry of the policy's action (for the reason).
     std::string limits_note;
@@ -232,6 +254,8 @@ class Placement {
     bool operator()(const BudgetKey& a, const BudgetKey& b) const {
       if (a.neg_rate != b.neg_rate) return a.neg_rate < b.neg_rate;
       if (a.rec != b.rec) {
+        // Job id order: the ids' first 8 bytes (big-endian) decide most pairs.
+        if (a.rec->id_prefix != b.rec->id_prefix) return a.rec->id_prefix < b.rec->id_prefix;
         if (int c = a.rec->job.job_id().compare(b.rec->job.job_id()); c != 0) return c < 0;
       }
       return a.unit < b.unit;
@@ -296,6 +320,11 @@ class Placement {
 
   // Bumped by every change to jobs, graph, policy or limits.
   uint64_t version_ = 1;
+  // Switches whose desired state may have changed (TakeChangedDevices).
+  std::vector<char> changed_;  // per switch (switches_ order)
+  bool changed_all_ = true;
+  void MarkChanged(const JobRec& rec);
+  void MarkAllChanged() { changed_all_ = true; }
   std::vector<uint32_t> leaf_routes_;  // per graph leaf: routes needed
   // Switches with a desired state (topology order) and their index by id.
   std::vector<std::string> switches_;
@@ -338,6 +367,15 @@ class Placement {
   // Route key of each job's assignment as last handed out (Upsert, Recompute):
   // a full recompute reports the jobs whose spraying changed since, too.
   std::map<std::string, std::string> last_key_;
+};
+
+struct Placement::Undo {
+  // The records of the jobs the re-placement changed, as they were before it, and
+  // their route keys as last handed out (absent: none).
+  std::map<std::string, JobRec> jobs;
+  std::map<std::string, std::string> last_key;
+  std::vector<double> load;  // per edge, before it
+  bool valid = false;
 };
 
 }  // namespace loom::te

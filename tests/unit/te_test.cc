@@ -12,6 +12,7 @@
 #include "controller/te/demand.h"
 #include "controller/te/path_engine.h"
 #include "controller/te/placement.h"
+#include "southbound/wire/device_state_util.h"
 #include "tests/unit/test_util.h"
 
 namespace loom::te {
@@ -710,6 +711,55 @@ namespace {
 // spines): every leaf sends 8 flows and receives 8, so a placement with one flow per
 // link exists (a bipartite edge colouring, König). Greedy and pair moves get stuck
 // with two flows on a link; longer Kempe chains find the colouring.
+// The bounded-churn re-placement (overloaded fabrics) moves units of at most its
+// budget of jobs, and what it moves lowers the worst link.
+TEST(PathEngineTest, RebalanceMovesAtMostItsBudgetOfJobsAndLowersTheWorstLink) {
+  auto topo = loom::testing::OneNicClos2(2, 4, 8);
+  FabricGraph g = FabricGraph::Build(*topo, {});
+  // 8 jobs of two 150G units (leaf0 -> leaf1 and back), all on spine 0: 300 %.
+  std::vector<Unit> units;
+  std::vector<uint32_t> group;
+  for (uint32_t j = 0; j < 8; ++j) {
+    for (int dir = 0; dir < 2; ++dir) {
+      Unit u;
+      u.job_id = "job" + std::to_string(j);
+      u.dst_nic = "nic" + std::to_string(j) + "-" + std::to_string(dir);
+      u.dst_leaf = 1 - dir;
+      u.sources = {{dir, 150e9}};
+      u.current = 0;
+      units.push_back(u);
+      group.push_back(j);
+    }
+  }
+  const std::vector<int> current(units.size(), 0);
+  const double before = MaxUtilization(g, units, current);
+  EXPECT_NEAR(before, 3.0, 1e-9);
+  for (size_t budget : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{100}}) {
+    PlacementResult r = Rebalance(g, units, group, budget, {});
+    std::set<uint32_t> moved_jobs;
+    for (size_t u = 0; u < units.size(); ++u) {
+      if (r.top[u] == units[u].current) {
+        EXPECT_EQ(r.backup[u], -1);  // the caller keeps its own
+        continue;
+      }
+      moved_jobs.insert(group[u]);
+      EXPECT_GE(r.backup[u], 0);
+      EXPECT_NE(r.backup[u], r.top[u]);
+      EXPECT_NE(r.reason[u].find("bounded re-placement"), std::string::npos) << r.reason[u];
+    }
+    EXPECT_LE(moved_jobs.size(), budget);
+    EXPECT_GT(moved_jobs.size(), 0u) << "budget " << budget;
+    EXPECT_LT(r.max_utilization, before - 0.1) << "budget " << budget;
+    EXPECT_NEAR(r.max_utilization, MaxUtilization(g, units, r.top), 1e-9);
+    // A unit of a moved job off spine 0 takes 150G off the busiest links.
+    EXPECT_LE(r.max_utilization, before - 0.375 * static_cast<double>(moved_jobs.size()) / 2 + 1e-9)
+        << "budget " << budget;
+  }
+  // Budget enough for every job: the spines share the 1,200G per direction.
+  PlacementResult all = Rebalance(g, units, group, 100, {});
+  EXPECT_NEAR(all.max_utilization, 0.75, 1e-9);
+}
+
 TEST(PathEngineTest, KempeChainsPlaceAPermutationOfWholeFlowsOnePerLink) {
   loom::topology::RailParams r;
   r.hosts = 32;
@@ -758,6 +808,7 @@ namespace {
 // (Placement::CheckIncrementalState). Returns what the reasons showed.
 struct SequenceSeen {
   int sprayed_routes = 0, overload_sprayed = 0, budget_notes = 0;
+  int rebalances = 0, rebalance_moves = 0;
 };
 SequenceSeen RunRandomSequence(const loom::te::DeviceLimitsMap& limits, uint32_t seed) {
   SequenceSeen seen;
@@ -794,10 +845,34 @@ SequenceSeen RunRandomSequence(const loom::te::DeviceLimitsMap& limits, uint32_t
       v1::COLLECTIVE_PATTERN_PERMUTATION, v1::COLLECTIVE_PATTERN_UNSPECIFIED};
   std::mt19937 rng(seed);
   std::set<std::string> live;
+  // Every switch's desired state as kept by TakeChangedDevices: only switches it names
+  // are rebuilt (as PushDesired does).
+  std::map<std::string, v1::DeviceState> desired;
+  auto route_keys = [&] {
+    std::map<std::string, std::string> out;
+    for (const auto& j : live) out[j] = Placement::RouteKey(p.AssignmentOf(j));
+    return out;
+  };
   for (int step = 0; step < 200; ++step) {
-    const int action = std::uniform_int_distribution<int>(0, 9)(rng);
+    const int action = std::uniform_int_distribution<int>(0, 11)(rng);
     const std::string id = "j" + std::to_string(std::uniform_int_distribution<int>(0, 39)(rng));
-    if (action == 0 && live.count(id)) {
+    if (action >= 10 && p.max_utilization() > 1.0 + 1e-9) {
+      // The bounded overload re-placement (3 jobs), rolled back half of the time.
+      const auto keys = route_keys();
+      const double before = p.max_utilization();
+      Placement::Undo undo;
+      const auto changed = p.Rebalance(3, &undo);
+      ++seen.rebalances;
+      seen.rebalance_moves += static_cast<int>(changed.size());
+      if (live.size() > 3) {
+        EXPECT_LE(p.max_utilization(), before + 1e-9) << "step " << step;
+      }
+      if (action == 11) {
+        p.RollBack(std::move(undo));
+        EXPECT_EQ(route_keys(), keys) << "step " << step;
+        EXPECT_EQ(p.max_utilization(), before) << "step " << step;
+      }
+    } else if (action == 0 && live.count(id)) {
       p.Remove(id);
       live.erase(id);
     } else if (action == 1 && step % 3 == 0) {
@@ -835,6 +910,16 @@ SequenceSeen RunRandomSequence(const loom::te::DeviceLimitsMap& limits, uint32_t
     const std::string diff = p.CheckIncrementalState();
     EXPECT_EQ(diff, "") << "step " << step;
     if (!diff.empty()) break;
+    for (const auto& d : p.TakeChangedDevices()) desired[d] = p.DesiredStateOf(d);
+    const auto full = p.DesiredStates();
+    EXPECT_EQ(desired.size(), full.size()) << "step " << step;
+    bool same = true;
+    for (const auto& [d, st] : full) {
+      const bool eq = loom::southbound::ContentKey(desired[d]) == loom::southbound::ContentKey(st);
+      EXPECT_TRUE(eq) << "step " << step << ": " << d << " differs from a full rebuild";
+      same &= eq;
+    }
+    if (!same) break;
     for (const auto& j : live) {
       const v1::PathAssignment a = p.AssignmentOf(j);
       for (const auto& route : a.routes()) seen.sprayed_routes += route.sprayed_at_size() > 0;
@@ -846,6 +931,74 @@ SequenceSeen RunRandomSequence(const loom::te::DeviceLimitsMap& limits, uint32_t
   return seen;
 }
 
+// The bounded overload re-placement on a placement of many jobs: at most its budget
+// of jobs change (and exactly the ones it reports), the worst link drops, the
+// incremental bookkeeping holds, and a roll-back restores every route.
+TEST(PlacementTest, BoundedRebalanceMovesAtMostItsBudgetAndRollsBack) {
+  loom::topology::RailParams r;
+  r.hosts = 32;
+  r.hosts_per_stripe = 8;
+  r.spines = 4;
+  r.links_per_spine = 1;
+  r.host.gpus_per_host = 4;
+  r.host.nics_per_host = 4;
+  v1::Topology t;
+  std::string err;
+  ASSERT_TRUE(loom::topology::GenerateRail(r, &t, &err)) << err;
+  auto topo = std::make_shared<const loom::topology::TopologyIndex>(t);
+  Placement p(topo, {});
+  std::mt19937 rng(3);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 60; ++i) {
+    v1::Job job;
+    job.set_job_id("j" + std::to_string(i));
+    job.set_tenant("t");
+    job.set_collective(i % 3 == 0 ? v1::COLLECTIVE_PATTERN_ALL_TO_ALL
+                                  : v1::COLLECTIVE_PATTERN_RING_ALLREDUCE);
+    std::set<int> hosts;
+    while (hosts.size() < 4) hosts.insert(std::uniform_int_distribution<int>(0, 31)(rng));
+    for (int g = 0; g < 4; ++g) {
+      for (int h : hosts) {
+        char gpu[32];
+        std::snprintf(gpu, sizeof(gpu), "host%03d-gpu%d", h, g);
+        job.add_endpoints(gpu);
+      }
+    }
+    p.Upsert(job);
+    ids.push_back(job.job_id());
+  }
+  ASSERT_GT(p.max_utilization(), 1.0);
+  int rounds_that_moved = 0;
+  for (size_t budget : {size_t{1}, size_t{4}, size_t{10}}) {
+    std::map<std::string, std::string> keys;
+    for (const auto& id : ids) keys[id] = Placement::RouteKey(p.AssignmentOf(id));
+    const double before = p.max_utilization();
+    Placement::Undo undo;
+    const auto changed = p.Rebalance(budget, &undo);
+    EXPECT_LE(changed.size(), budget);
+    for (const auto& id : ids) {
+      const bool differs = Placement::RouteKey(p.AssignmentOf(id)) != keys[id];
+      EXPECT_EQ(differs, changed.count(id) > 0) << id;
+    }
+    EXPECT_EQ(p.CheckIncrementalState(), "");
+    if (!changed.empty()) {
+      ++rounds_that_moved;
+      EXPECT_LT(p.max_utilization(), before - 1e-9) << "budget " << budget;
+    }
+    // Rolled back: every route as it was.
+    p.RollBack(std::move(undo));
+    for (const auto& id : ids) {
+      EXPECT_EQ(Placement::RouteKey(p.AssignmentOf(id)), keys[id]) << id;
+    }
+    EXPECT_EQ(p.max_utilization(), before);
+    EXPECT_EQ(p.CheckIncrementalState(), "");
+    // Kept this time (the next budget starts from it).
+    Placement::Undo kept;
+    p.Rebalance(budget, &kept);
+  }
+  EXPECT_GT(rounds_that_moved, 0);
+}
+
 // Spraying is decided over the jobs that may be sprayed only (the others' units are
 // never sprayed): the same as deciding it over every job.
 TEST(PlacementTest, IncrementalSprayingMatchesDecidingOverEveryJob) {
@@ -853,6 +1006,7 @@ TEST(PlacementTest, IncrementalSprayingMatchesDecidingOverEveryJob) {
   // The sequence did exercise spraying, for unknown pairings and on overloaded leaves.
   EXPECT_GT(seen.sprayed_routes, 0);
   EXPECT_GT(seen.overload_sprayed, 0);
+  EXPECT_GT(seen.rebalances, 0);
 }
 
 // What route budgets leave out of one job is found from a per-leaf index kept with
