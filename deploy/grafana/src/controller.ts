@@ -104,7 +104,7 @@ export function controllerDashboard(): Dashboard {
       [q(`sum by (type) (rate(loom_events_total${RI}))`, '{{type}}'), q(`rate(loom_events_compacted_total${RI})`, 'compacted')],
     ),
     timeseries(
-      { title: 'Event history', w: 8, h: 8, unit: 'bytes', description: 'loom_event_history_memory_bytes (memory) and loom_event_history_retained (events kept in the store, right axis units: events).' },
+      { title: 'Event history', w: 8, h: 8, unit: 'bytes', unitByQuery: { B: 'short' }, description: 'loom_event_history_memory_bytes (event history in memory, bytes) and loom_event_history_retained (events kept in the store).' },
       [q('loom_event_history_memory_bytes', 'memory'), q('loom_event_history_retained', 'retained events')],
     ),
     timeseries(

@@ -189,7 +189,7 @@ export function fabricDashboard(): Dashboard {
       [q('sum(loom_bgp_session_up)', 'up'), q('count(loom_bgp_session_up)', 'configured')],
     ),
     stat(
-      { title: 'Devices out of sync', w: 6, h: 4, thresholds: thresholds([1, 'red']), description: 'Programmed devices whose applied state differs from the desired one (count of loom_device_in_sync == 0, from 1 - loom_device_in_sync).' },
+      { title: 'Devices out of sync', w: 6, h: 4, thresholds: thresholds([1, 'red']), description: 'Programmed devices whose applied state differs from the desired one: sum of 1 - loom_device_in_sync.' },
       [q('sum(1 - loom_device_in_sync)', 'out of sync')],
     ),
   );

@@ -108,6 +108,8 @@ export interface Common {
   /** Shown instead of "No data" (e.g. "0" when a family only has series for problems). */
   noValue?: string;
   transformations?: DataTransformerConfig[];
+  /** Per-query unit overrides (refId -> unit), for panels mixing units. */
+  unitByQuery?: Record<string, string>;
 }
 
 /** A panel before it is laid out (gridPos and id come from the Layout). */
@@ -125,7 +127,10 @@ function fieldConfig<T extends Record<string, unknown>>(c: Common, custom: T, co
       color: { mode: colorMode ?? (c.thresholds ? FieldColorModeId.Thresholds : FieldColorModeId.PaletteClassic) },
       custom,
     },
-    overrides: [],
+    overrides: Object.entries(c.unitByQuery ?? {}).map(([refId, unit]) => ({
+      matcher: { id: 'byFrameRefID', options: refId },
+      properties: [{ id: 'unit', value: unit }],
+    })),
   };
 }
 
