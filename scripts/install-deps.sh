@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Installs, with apt-get, whatever Loom needs that is missing; nothing else.
+# Installs, with apt-get, whatever Loom needs that is missing; nothing else (with
+# --test, also the dashboards' pinned npm packages, see below).
 # Idempotent: when everything is present it changes nothing and needs no network.
 #   scripts/install-deps.sh          build and run dependencies
-#   scripts/install-deps.sh --test   plus what the test suite needs
+#   scripts/install-deps.sh --test   plus what the test suite needs, and the Grafana
+#                                    dashboards' npm packages (npm ci --prefix
+#                                    deploy/grafana, pinned by its package-lock.json)
+#                                    when deploy/grafana/node_modules is missing
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 BUILD_PKGS=(
   cmake ninja-build ccache g++ pkg-config git
@@ -14,13 +19,24 @@ BUILD_PKGS=(
 TEST_PKGS=(
   clang-format python3 python3-grpcio python3-protobuf prometheus libyang2-tools
   gobgpd exabgp clang libclang-rt-14-dev clang-16 libclang-rt-16-dev libglpk-dev
-  frr iperf3 iputils-ping prometheus-alertmanager python3-yaml
+  frr iperf3 iputils-ping prometheus-alertmanager python3-yaml nodejs
 )
 
 want=("${BUILD_PKGS[@]}")
 if [[ "${1:-}" == "--test" ]]; then
   want+=("${TEST_PKGS[@]}")
+  # Debian packages npm on its own; NodeSource's nodejs carries it.
+  command -v npm >/dev/null || want+=(npm)
 fi
+
+# The Grafana dashboards' TypeScript toolchain (@grafana/schema, typescript),
+# from the npm registry at the versions package-lock.json pins.
+npm_deps() {
+  if [[ "${1:-}" == "--test" && ! -d deploy/grafana/node_modules ]]; then
+    echo "install-deps: npm ci --prefix deploy/grafana"
+    npm ci --prefix deploy/grafana --no-audit --no-fund
+  fi
+}
 
 missing=()
 for p in "${want[@]}"; do
@@ -30,6 +46,7 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all ${#want[@]} packages present"
+  npm_deps "${1:-}"
   exit 0
 fi
 
@@ -39,3 +56,4 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+npm_deps "${1:-}"
