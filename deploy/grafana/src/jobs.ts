@@ -1,10 +1,9 @@
 // Job view, templated by tenant and job.
 //
-// Per-job series are not exported yet (issue 19 item 1): the panels on
-// loom_job_fabric_slowdown say so in their titles and show "No data" until
-// loomd exports the family. Everything else here is on families loomd exports
-// today (jobs, job events, assignment changes, placement, the fabric's hot
-// links and congestion). The per-job label is `job_id`, not `job`: Prometheus
+// Per-job series: loom_job_fabric_slowdown{job_id,tenant}, exported for the
+// top 50 jobs by fabric slowdown and jobs labelled loom.io/metrics=true
+// (`loomctl jobs why JOB_ID` answers for any job). The rest is the fabric and
+// placement around them. The per-job label is `job_id`, not `job`: Prometheus
 // sets `job` on every scraped series (the scrape job) and would rename a
 // target's own `job` label to `exported_job`.
 import type { Dashboard } from '@grafana/schema';
@@ -84,7 +83,7 @@ export function jobsDashboard(): Dashboard {
   l.add(
     timeseries(
       {
-        title: 'Fabric slowdown of $job (NOT EXPORTED YET: loom_job_fabric_slowdown, issue 19 item 1)',
+        title: 'Fabric slowdown of $job',
         w: 12,
         h: 8,
         min: 1,
@@ -95,7 +94,7 @@ export function jobsDashboard(): Dashboard {
     ),
     bargauge(
       {
-        title: 'Top 10 jobs by fabric slowdown (NOT EXPORTED YET: loom_job_fabric_slowdown, issue 19 item 1)',
+        title: 'Top 10 jobs by fabric slowdown',
         w: 12,
         h: 8,
         min: 1,
