@@ -537,10 +537,11 @@ void PrintJobHealth(const v1::GetJobHealthResponse& h) {
   std::printf("job %s  tenant %s  state %s\n", h.job_id().c_str(), h.tenant().c_str(),
               Short(v1::JobState_Name(h.state()), "JOB_STATE_").c_str());
   std::printf("verdict: %s\n", h.verdict().c_str());
-  std::printf("fabric slowdown: %.2fx  (predicted worst link %.0f%% of capacity, paths paused "
-              "up to %.0f%% of the time, %d route(s) crossing a link out of placement)\n",
-              h.fabric_slowdown(), h.predicted_max_utilization() * 100,
-              h.max_pause_ratio() * 100, h.impaired_routes());
+  std::printf(
+      "fabric slowdown: %.2fx  (predicted worst link %.0f%% of capacity, paths paused "
+      "up to %.0f%% of the time, %d route(s) crossing a link out of placement)\n",
+      h.fabric_slowdown(), h.predicted_max_utilization() * 100, h.max_pause_ratio() * 100,
+      h.impaired_routes());
   if (h.throughput_available()) {
     std::printf("throughput: %.1f Gb/s of %.1f Gb/s line rate (%d of %d NICs measured)\n",
                 h.achieved_bps() / 1e9, h.line_rate_bps() / 1e9, h.nics_measured(), h.nics());
@@ -548,17 +549,17 @@ void PrintJobHealth(const v1::GetJobHealthResponse& h) {
     std::printf("throughput: unavailable (no NIC of the job has fresh host counters)\n");
   }
   const auto& e = h.entropy();
-  std::printf("entropy: %d route(s); uplinks used %d of %d, spines %d of %d; %d uplink(s) "
-              "shared needlessly; %d route(s) sprayed\n",
-              e.routes(), e.uplinks_used(), e.uplinks_available(), e.spines_used(),
-              e.spines_available(), e.needlessly_shared_uplinks(), e.sprayed_routes());
+  std::printf(
+      "entropy: %d route(s); uplinks used %d of %d, spines %d of %d; %d uplink(s) "
+      "shared needlessly; %d route(s) sprayed\n",
+      e.routes(), e.uplinks_used(), e.uplinks_available(), e.spines_used(), e.spines_available(),
+      e.needlessly_shared_uplinks(), e.sprayed_routes());
   if (h.has_worst_link() && !h.worst_link().link_id().empty()) {
     std::printf("worst link: %s %s->%s\n", h.worst_link().link_id().c_str(),
                 h.worst_link().from_device().c_str(), h.worst_link().to_device().c_str());
   }
   if (h.problem_links_size() > 0) {
-    Table t({"LINK", "FROM", "TO", "UTIL", "QUEUE", "ECN/S", "CNP/S", "PAUSED", "ROUTES",
-             "NOTE"});
+    Table t({"LINK", "FROM", "TO", "UTIL", "QUEUE", "ECN/S", "CNP/S", "PAUSED", "ROUTES", "NOTE"});
     for (const auto& l : h.problem_links()) {
       auto pct = [&](double v) { return l.stale() ? std::string("?") : Num("%.0f%%", v * 100); };
       t.Add({l.link_id(), l.from_device(), l.to_device(), pct(l.utilization()),
@@ -578,9 +579,8 @@ void PrintJobHealth(const v1::GetJobHealthResponse& h) {
     std::printf("what Loom did (newest first):\n");
     for (const auto& ev : h.actions()) {
       std::printf("  %llu  %s  %s: %s%s%s\n", static_cast<unsigned long long>(ev.revision()),
-                  Short(v1::EventType_Name(ev.type()), "EVENT_TYPE_").c_str(),
-                  ev.subject().c_str(), ev.cause().c_str(),
-                  ev.action().empty() ? "" : " -> ", ev.action().c_str());
+                  Short(v1::EventType_Name(ev.type()), "EVENT_TYPE_").c_str(), ev.subject().c_str(),
+                  ev.cause().c_str(), ev.action().empty() ? "" : " -> ", ev.action().c_str());
     }
   } else {
     std::printf("what Loom did: nothing about this job or its links in the recent history\n");

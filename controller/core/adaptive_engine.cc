@@ -79,9 +79,7 @@ std::string AdaptiveEngine::RemovalReason(const std::string& link) const {
 std::string AdaptiveEngine::RemovalRule(const std::string& link) const {
   auto it = removal_.find(link);
   if (it == removal_.end()) return "";
-  return it->second.by_dampening  ? "flapping"
-         : it->second.by_capacity ? "capacity_loss"
-                                  : "errors";
+  return it->second.by_dampening ? "flapping" : it->second.by_capacity ? "capacity_loss" : "errors";
 }
 
 // ------------------------------------------------------------ phase 1 ----

@@ -1,5 +1,4 @@
 #include "controller/core/controller.h"
-#include "controller/core/sre_metrics.h"
 
 #include <google/protobuf/util/time_util.h>
 
@@ -10,6 +9,7 @@
 #include "common/log.h"
 #include "common/text.h"
 #include "controller/core/job_validation.h"
+#include "controller/core/sre_metrics.h"
 #include "controller/te/next_hops.h"
 #include "southbound/wire/device_state_util.h"
 #include "telemetry/profile.h"
@@ -1722,16 +1722,15 @@ void Controller::UpdateLinkGauges() {
   }
   fabric_max_util_gauge_.Set(max_util);
   const auto& stats = snapshot_->stats;
-  const std::pair<const char*, uint64_t> kinds[] = {
-      {"notifications", stats.notifications},
-      {"updates", stats.updates},
-      {"unknown_target", stats.unknown_target},
-      {"unknown_path", stats.unknown_path},
-      {"bad_value", stats.bad_value},
-      {"missing_timestamp", stats.missing_timestamp},
-      {"future_timestamp", stats.future_timestamp},
-      {"foreign_target", stats.foreign_target},
-      {"counter_resets", stats.resets}};
+  const std::pair<const char*, uint64_t> kinds[] = {{"notifications", stats.notifications},
+                                                    {"updates", stats.updates},
+                                                    {"unknown_target", stats.unknown_target},
+                                                    {"unknown_path", stats.unknown_path},
+                                                    {"bad_value", stats.bad_value},
+                                                    {"missing_timestamp", stats.missing_timestamp},
+                                                    {"future_timestamp", stats.future_timestamp},
+                                                    {"foreign_target", stats.foreign_target},
+                                                    {"counter_resets", stats.resets}};
   for (const auto& [kind, value] : kinds) {
     auto& c = telemetry_stats_family_.Add({{"kind", kind}});
     uint64_t& seen = telemetry_stats_seen_[kind];

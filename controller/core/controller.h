@@ -222,8 +222,7 @@ class Controller {
   void ReleaseJob(loom::v1::ReleaseJobRequest req, Done<loom::v1::ReleaseJobResponse> done);
   void GetJob(loom::v1::GetJobRequest req, Done<loom::v1::GetJobResponse> done);
   // Is the fabric slowing the job, where, and what Loom did (job_health.cc).
-  void GetJobHealth(loom::v1::GetJobHealthRequest req,
-                    Done<loom::v1::GetJobHealthResponse> done);
+  void GetJobHealth(loom::v1::GetJobHealthRequest req, Done<loom::v1::GetJobHealthResponse> done);
   // The estimated slowdown factor: max(1, predicted demand / capacity on the
   // job's worst link) / (1 - largest PFC pause share on its paths).
   static double JobFabricSlowdown(double predicted_max_utilization, double max_pause_ratio);

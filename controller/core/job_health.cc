@@ -39,8 +39,8 @@ std::vector<std::pair<int, int>> Directed(const loom::topology::TopologyIndex& t
 bool Worse(const v1::JobLinkHealth& a, const v1::JobLinkHealth& b) {
   return std::make_tuple(!a.out_of_placement().empty(), a.pfc_pause_ratio(), a.ecn_marked_pps(),
                          a.utilization()) > std::make_tuple(!b.out_of_placement().empty(),
-                                                            b.pfc_pause_ratio(),
-                                                            b.ecn_marked_pps(), b.utilization());
+                                                            b.pfc_pause_ratio(), b.ecn_marked_pps(),
+                                                            b.utilization());
 }
 
 }  // namespace
@@ -205,8 +205,9 @@ v1::GetJobHealthResponse Controller::JobHealthOf(const v1::Job& job) const {
   if (job.status().state() != v1::JOB_STATE_ASSIGNED && a.routes_size() == 0) {
     h.set_verdict("no paths assigned yet: " + job.status().message());
   } else if (!h.slowed_by_fabric()) {
-    h.set_verdict("the fabric is not slowing this job: no pauses, congestion or failed links on "
-                  "its paths");
+    h.set_verdict(
+        "the fabric is not slowing this job: no pauses, congestion or failed links on "
+        "its paths");
   } else {
     std::snprintf(buf, sizeof(buf),
                   "the fabric is slowing this job (about %.2fx): worst is %s %s->%s "

@@ -15,7 +15,7 @@ void Controller::ExportSreMetrics(bool force) {
   if (!force && wall < next_sre_export_) return;
   next_sre_export_ = wall + std::chrono::seconds(1);
   SreView v;
-  v.mode = options_.reconciler.shadow   ? "shadow"
+  v.mode = options_.reconciler.shadow          ? "shadow"
            : options_.change_mode == "approve" ? "approve"
                                                : "active";
   v.now_seconds = static_cast<double>(clock_.Now()) / kNsPerSec;
@@ -33,8 +33,8 @@ void Controller::ExportSreMetrics(bool force) {
   for (const auto& [id, why] : lldp_excluded_) v.links_out.push_back({id, "lldp_mismatch"});
   for (const auto& [id, d] : drains_) {
     v.links_out.push_back({id, "drained"});
-    v.drains.push_back({id, std::max<double>(0, static_cast<double>(clock_.Now() - d.time_ns) /
-                                                    kNsPerSec)});
+    v.drains.push_back(
+        {id, std::max<double>(0, static_cast<double>(clock_.Now() - d.time_ns) / kNsPerSec)});
   }
   for (const auto& nic : adaptive_.reported_nics()) {
     v.storms.push_back({nic, adaptive_.quarantined_nics().count(nic) > 0});
@@ -61,7 +61,8 @@ void Controller::ExportSreMetrics(bool force) {
                            d.cnp_pps, d.pfc_pause_ratio});
       }
     }
-    v.link_utilization_dropped = fabric_dirs > max_link_series_ ? fabric_dirs - max_link_series_ : 0;
+    v.link_utilization_dropped =
+        fabric_dirs > max_link_series_ ? fabric_dirs - max_link_series_ : 0;
   }
   // Per-job slowdown: the job's largest pause share is taken over the devices
   // on its paths (its leaves and route spines) — O(routes) per job.

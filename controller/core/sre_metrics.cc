@@ -106,8 +106,7 @@ void SreMetrics::TopK(prometheus::Family<prometheus::Gauge>& family,
                     });
   std::map<Labels, double> values;
   for (size_t i = 0; i < keep; ++i) {
-    values[{{"link", nonzero[i]->link}, {"direction", nonzero[i]->direction}}] =
-        nonzero[i]->*field;
+    values[{{"link", nonzero[i]->link}, {"direction", nonzero[i]->direction}}] = nonzero[i]->*field;
   }
   SetExactly(family, live, values);
   dropped_.Add({{"family", name}}).Set(static_cast<double>(nonzero.size() - keep));

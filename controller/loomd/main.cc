@@ -5,9 +5,9 @@
 // for SIGINT/SIGTERM and then shuts everything down in order (API first so no
 // new work arrives, then the core, then the store).
 #include <google/protobuf/struct.pb.h>
-#include <malloc.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
+#include <malloc.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 #include <signal.h>
@@ -253,8 +253,9 @@ int main(int argc, char** argv) {
   auto registry = std::make_shared<prometheus::Registry>();
   auto& ready_gauge = prometheus::BuildGauge()
                           .Name("loom_ready")
-                          .Help("1 once loomd has recovered its state and serves the API; 0 "
-                                "while it starts and shuts down")
+                          .Help(
+                              "1 once loomd has recovered its state and serves the API; 0 "
+                              "while it starts and shuts down")
                           .Register(*registry)
                           .Add({});
   loom::api::RegisterProcessMetrics(*registry, LOOM_VERSION, LOOM_GIT_COMMIT);
@@ -742,8 +743,9 @@ int main(int argc, char** argv) {
                         .Register(*registry);
   auto& target_age = prometheus::BuildGauge()
                          .Name("loom_telemetry_last_update_age_seconds")
-                         .Help("Seconds since the device's last gNMI notification (no series "
-                               "before the first)")
+                         .Help(
+                             "Seconds since the device's last gNMI notification (no series "
+                             "before the first)")
                          .Register(*registry);
   std::map<std::string, std::pair<prometheus::Gauge*, prometheus::Gauge*>> target_series;
   auto& signal_gauges =

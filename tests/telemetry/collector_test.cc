@@ -263,8 +263,7 @@ TEST(CollectorTest, UpdateRateLimitDropsExcessAndCountsIt) {
 TEST(CollectorTest, NoisyTargetDoesNotQueueOthersBehindIt) {
   class Sink final : public TelemetrySink {
    public:
-    size_t OnNotification(const std::string& target, const gnmi::Notification&,
-                           TimeNs) override {
+    size_t OnNotification(const std::string& target, const gnmi::Notification&, TimeNs) override {
       if (target == "noisy") {
         const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
         while (std::chrono::steady_clock::now() < until) {
