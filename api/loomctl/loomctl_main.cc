@@ -1,8 +1,10 @@
 // loomctl: command-line client for loomd's loom.v1 gRPC API.
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -26,7 +28,7 @@ using google::protobuf::util::TimeUtil;
 using loom::loomctl::Table;
 
 constexpr char kUsage[] =
-    R"(usage: loomctl [--server HOST:PORT] [--json] [--timeout SECONDS] COMMAND
+    R"(usage: loomctl [--server HOST:PORT] [-o table|wide|json|yaml] [--timeout SECONDS] COMMAND
 
 Talks to loomd's gRPC API (default server: $LOOM_SERVER or 127.0.0.1:50061).
 
@@ -72,10 +74,16 @@ Commands:
                                       showed (refused when the desired state moved on)
   plan clear REVISION                 let a rolled-back (quarantined) change be tried
                                       again
+  version                             loomctl's version (and whether loomd answers)
+  completion bash                     a bash completion script
+                                      (source <(loomctl completion bash))
 
 Flags:
   --server HOST:PORT   loomd address
-  --json               print protobuf JSON instead of tables
+  -o, --output FORMAT  table (default), wide (tables with more columns where a
+                       command has more: jobs list), json (protobuf JSON, every
+                       field, empty lists as []), yaml (the same as YAML)
+  --json               same as -o json
   --timeout SECONDS    per-call deadline (default 10; watch streams have none)
   --request-id ID      idempotency key for register/update/release/drain/undrain
 
@@ -85,7 +93,8 @@ Exit status: 0 success, 1 the server refused the request, 2 usage error,
 
 struct Ctx {
   std::string server;
-  bool json = false;
+  bool json = false;  // -o json or -o yaml (ToJson prints YAML for the latter)
+  bool wide = false;
   int timeout_s = 10;
   std::string request_id;
   std::shared_ptr<grpc::Channel> channel;
@@ -93,11 +102,105 @@ struct Ctx {
   std::unique_ptr<v1::SchedulerService::Stub> scheduler;
 };
 
+// -o yaml: the same fields as -o json, as YAML (block style; strings quoted
+// as JSON strings, which YAML 1.2 reads as they are).
+bool g_yaml = false;
+
+void YamlValue(const google::protobuf::Value& v, int indent, bool in_list, std::string* out);
+
+std::string JsonQuote(const std::string& s) {
+  google::protobuf::Value v;
+  v.set_string_value(s);
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(v, &out);
+  return out;
+}
+
+void YamlScalar(const google::protobuf::Value& v, std::string* out) {
+  switch (v.kind_case()) {
+    case google::protobuf::Value::kNullValue:
+      *out += "null";
+      break;
+    case google::protobuf::Value::kBoolValue:
+      *out += v.bool_value() ? "true" : "false";
+      break;
+    case google::protobuf::Value::kNumberValue: {
+      std::string n;
+      (void)google::protobuf::util::MessageToJsonString(v, &n);
+      *out += n;
+      break;
+    }
+    default:
+      *out += JsonQuote(v.string_value());
+  }
+}
+
+void YamlValue(const google::protobuf::Value& v, int indent, bool in_list, std::string* out) {
+  const std::string pad(static_cast<size_t>(indent), ' ');
+  if (v.has_struct_value()) {
+    const auto& f = v.struct_value().fields();
+    if (f.empty()) {
+      *out += " {}";
+      return;
+    }
+    std::vector<std::string> keys;
+    for (const auto& [k, x] : f) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+    bool first = true;
+    for (const auto& k : keys) {
+      if (!(in_list && first)) *out += "\n" + pad;
+      first = false;
+      *out += k + ":";
+      const auto& x = f.at(k);
+      if (x.has_struct_value() || x.has_list_value()) {
+        YamlValue(x, indent + 2, false, out);
+      } else {
+        *out += " ";
+        YamlScalar(x, out);
+      }
+    }
+    return;
+  }
+  if (v.has_list_value()) {
+    if (v.list_value().values().empty()) {
+      *out += " []";
+      return;
+    }
+    for (const auto& x : v.list_value().values()) {
+      *out += "\n" + pad + "- ";
+      if (x.has_struct_value() && !x.struct_value().fields().empty()) {
+        YamlValue(x, indent + 2, true, out);
+      } else if (x.has_list_value()) {
+        YamlValue(x, indent + 2, false, out);
+      } else {
+        YamlScalar(x, out);
+      }
+    }
+    return;
+  }
+  *out += " ";
+  YamlScalar(v, out);
+}
+
 std::string ToJson(const google::protobuf::Message& m, bool pretty = true) {
   google::protobuf::util::JsonPrintOptions o;
-  o.add_whitespace = pretty;
+  o.add_whitespace = pretty && !g_yaml;
+  // Empty lists print as [] and zero values as 0: a script sees every field.
+  o.always_print_primitive_fields = true;
   std::string out;
   (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  if (g_yaml) {
+    google::protobuf::Value v;
+    (void)google::protobuf::util::JsonStringToMessage(out, &v);
+    std::string y;
+    if (v.has_struct_value()) {
+      YamlValue(v, 0, false, &y);
+      if (!y.empty() && y[0] == '\n') y.erase(0, 1);
+    } else {
+      YamlScalar(v, &y);
+    }
+    return pretty ? y + "\n" : "---\n" + y;
+  }
   if (!pretty) {
     while (!out.empty() && out.back() == '\n') out.pop_back();
   }
@@ -263,17 +366,34 @@ void PrintDevices(const v1::ListDevicesResponse& resp, bool one) {
   }
 }
 
-void PrintJobs(const google::protobuf::RepeatedPtrField<v1::Job>& jobs) {
-  Table t({"JOB", "TENANT", "ENDPOINTS", "TC", "STATE", "COLOR", "BACKUP", "REVISION", "UPDATED"});
+void PrintJobs(const google::protobuf::RepeatedPtrField<v1::Job>& jobs, bool wide) {
+  std::vector<std::string> head{"JOB",   "TENANT", "ENDPOINTS", "TC",     "STATE",
+                                "COLOR", "BACKUP", "REVISION",  "UPDATED"};
+  // -o wide: where the job runs and how loaded its paths are predicted to be.
+  if (wide) head.insert(head.end(), {"ROUTES", "SPINES", "PREDICTED", "POLICY RULE"});
+  Table t(head);
   for (const auto& j : jobs) {
     const auto& a = j.status().assignment();
     bool assigned = j.status().has_assignment();
-    t.Add({j.job_id(), j.tenant(), std::to_string(j.endpoints_size()),
-           std::to_string(j.traffic_class()),
-           Short(v1::JobState_Name(j.status().state()), "JOB_STATE_"),
-           assigned ? std::to_string(a.primary_color()) : "-",
-           assigned ? std::to_string(a.backup_color()) : "-", std::to_string(j.status().revision()),
-           Ts(j.status().update_time())});
+    std::vector<std::string> row{j.job_id(),
+                                 j.tenant(),
+                                 std::to_string(j.endpoints_size()),
+                                 std::to_string(j.traffic_class()),
+                                 Short(v1::JobState_Name(j.status().state()), "JOB_STATE_"),
+                                 assigned ? std::to_string(a.primary_color()) : "-",
+                                 assigned ? std::to_string(a.backup_color()) : "-",
+                                 std::to_string(j.status().revision()),
+                                 Ts(j.status().update_time())};
+    if (wide) {
+      std::string spines;
+      for (const auto& sp : a.primary_spines()) spines += (spines.empty() ? "" : ",") + sp;
+      char pred[32];
+      std::snprintf(pred, sizeof(pred), "%.0f%%", a.predicted_max_utilization() * 100);
+      row.insert(row.end(),
+                 {std::to_string(a.routes_size()), spines.empty() ? "-" : spines,
+                  assigned ? pred : "-", a.policy_rule().empty() ? "-" : a.policy_rule()});
+    }
+    t.Add(row);
   }
   t.Print(std::cout);
 }
@@ -604,7 +724,7 @@ int CmdJobs(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& f
     if (ctx.json) {
       std::cout << ToJson(resp);
     } else {
-      PrintJobs(resp.jobs());
+      PrintJobs(resp.jobs(), ctx.wide);
     }
     return 0;
   }
@@ -683,6 +803,23 @@ int CmdWatch(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& 
   if (what != "jobs" && what != "events") {
     std::cerr << "loomctl: usage: loomctl watch jobs|events [--from REV]\n";
     return 2;
+  }
+  // `watch events` without --from: the 10 most recent events first (so the
+  // stream never looks dead before the next one), after a header line.
+  if (follow && what == "events" && !flags.Has("from")) {
+    grpc::ClientContext lc;
+    SetDeadline(&lc, ctx);
+    v1::ListJobsRequest lreq;
+    lreq.set_page_size(1);
+    v1::ListJobsResponse lresp;
+    if (auto ls = ctx.scheduler->ListJobs(&lc, lreq, &lresp); ls.ok()) {
+      const uint64_t rev = lresp.revision();
+      from = static_cast<int64_t>(rev > 10 ? rev - 9 : 1);
+      if (!ctx.json) {
+        std::cout << "# events from revision " << from << " (the latest is " << rev
+                  << "), then as they happen; Ctrl-C to stop" << std::endl;
+      }
+    }
   }
   // Follows the resume protocol (docs/watch.md): a stream cut for being slow
   // (RESOURCE_EXHAUSTED) or broken by a restart (UNAVAILABLE) is resumed from
@@ -810,12 +947,69 @@ int CmdDevice(Ctx& ctx, const std::string& cmd, const std::vector<std::string>& 
 
 }  // namespace
 
+// Positional arguments each command takes (command and subcommand included):
+// anything beyond is refused, never silently ignored.
+size_t MaxArgs(const std::vector<std::string>& pos) {
+  const std::string cmd = pos[0];
+  const std::string sub = pos.size() > 1 ? pos[1] : "";
+  if (cmd == "topology" || cmd == "events" || cmd == "version") return cmd == "topology" ? 2 : 1;
+  if (cmd == "links" || cmd == "jobs") return sub == "list" ? 2 : 3;
+  if (cmd == "watch" || cmd == "devices" || cmd == "apply" || cmd == "device" || cmd == "render" ||
+      cmd == "completion") {
+    return 2;
+  }
+  if (cmd == "plan") return sub == "clear" ? 3 : 1;
+  return pos.size();
+}
+
+constexpr char kBashCompletion[] =
+    R"(# bash completion for loomctl: source <(loomctl completion bash)
+_loomctl() {
+  local cur prev words cword
+  _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
+  case "$prev" in
+    -o|--output) COMPREPLY=($(compgen -W "table wide json yaml" -- "$cur")); return ;;
+    --vendor) COMPREPLY=($(compgen -W "junos nxos sonic" -- "$cur")); return ;;
+    --adapter) COMPREPLY=($(compgen -W "loom sonic openconfig" -- "$cur")); return ;;
+    jobs) COMPREPLY=($(compgen -W "list get why register update release" -- "$cur")); return ;;
+    links) COMPREPLY=($(compgen -W "list get drain undrain" -- "$cur")); return ;;
+    watch) COMPREPLY=($(compgen -W "jobs events" -- "$cur")); return ;;
+    topology) COMPREPLY=($(compgen -W "show" -- "$cur")); return ;;
+    plan) COMPREPLY=($(compgen -W "clear" -- "$cur")); return ;;
+    completion) COMPREPLY=($(compgen -W "bash" -- "$cur")); return ;;
+  esac
+  if [[ "$cur" == -* ]]; then
+    COMPREPLY=($(compgen -W "--server -o --output --json --timeout --request-id --device --drained --reason --tenant --from --subject --vendor --adapter --help" -- "$cur"))
+  elif [[ $COMP_CWORD -eq 1 ]]; then
+    COMPREPLY=($(compgen -W "topology links jobs watch events render device devices plan apply version completion" -- "$cur"))
+  fi
+}
+complete -F _loomctl loomctl
+)";
+
 int main(int argc, char** argv) {
+  // -o FORMAT / -oFORMAT are --output FORMAT.
+  std::vector<std::string> storage;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-o") {
+      storage.push_back("--output");
+    } else if (a.size() > 2 && a.rfind("-o", 0) == 0 && a[2] != '-') {
+      storage.push_back("--output");
+      storage.push_back(a.substr(2));
+    } else {
+      storage.push_back(a);
+    }
+  }
+  std::vector<char*> args;
+  for (auto& a : storage) args.push_back(a.data());
+  argc = static_cast<int>(args.size());
+  argv = args.data();
   loom::Flags flags;
   std::string error;
   if (!flags.Parse(argc, argv, 1,
                    {"server", "timeout", "device", "reason", "tenant", "from", "subject",
-                    "request-id", "vendor", "adapter"},
+                    "request-id", "vendor", "adapter", "output"},
                    {"json", "help", "drained"}, &error)) {
     std::cerr << "loomctl: " << error << "\n";
     return 2;
@@ -825,9 +1019,35 @@ int main(int argc, char** argv) {
     return flags.Has("help") ? 0 : 2;
   }
   Ctx ctx;
+  const std::string output = flags.Get("output", flags.Has("json") ? "json" : "table");
+  if (output != "table" && output != "wide" && output != "json" && output != "yaml") {
+    std::cerr << "loomctl: -o/--output must be table, wide, json or yaml (got \"" << output
+              << "\")\n";
+    return 2;
+  }
+  if (flags.Has("json") && output != "json") {
+    std::cerr << "loomctl: --json and -o " << output << " contradict each other\n";
+    return 2;
+  }
+  ctx.json = output == "json" || output == "yaml";
+  ctx.wide = output == "wide";
+  g_yaml = output == "yaml";
+  const std::vector<std::string>& pos0 = flags.positional();
+  if (pos0.size() > MaxArgs(pos0)) {
+    std::cerr << "loomctl: unexpected argument \"" << pos0[MaxArgs(pos0)] << "\" for \"" << pos0[0]
+              << (pos0.size() > 1 && MaxArgs(pos0) > 1 ? " " + pos0[1] : "") << "\" (see --help)\n";
+    return 2;
+  }
+  if (pos0[0] == "completion") {
+    if (pos0.size() != 2 || pos0[1] != "bash") {
+      std::cerr << "loomctl: usage: loomctl completion bash\n";
+      return 2;
+    }
+    std::fputs(kBashCompletion, stdout);
+    return 0;
+  }
   const char* env = std::getenv("LOOM_SERVER");
   ctx.server = flags.Get("server", env && *env ? env : "127.0.0.1:50061");
-  ctx.json = flags.Has("json");
   ctx.request_id = flags.Get("request-id");
   int64_t t = 10;
   if (!flags.GetInt("timeout", 10, &t, &error) || t <= 0) {
@@ -836,6 +1056,21 @@ int main(int argc, char** argv) {
   }
   ctx.timeout_s = static_cast<int>(t);
   ctx.channel = grpc::CreateChannel(ctx.server, grpc::InsecureChannelCredentials());
+  if (pos0[0] == "version") {
+    const bool up = ctx.channel->WaitForConnected(std::chrono::system_clock::now() +
+                                                  std::chrono::seconds(std::min<int64_t>(t, 2)));
+    if (ctx.json) {
+      google::protobuf::Struct v;
+      (*v.mutable_fields())["client"].set_string_value(LOOM_VERSION);
+      (*v.mutable_fields())["server"].set_string_value(ctx.server);
+      (*v.mutable_fields())["serverReachable"].set_bool_value(up);
+      std::cout << ToJson(v);
+    } else {
+      std::printf("loomctl %s\nserver %s: %s\n", LOOM_VERSION, ctx.server.c_str(),
+                  up ? "reachable" : "not reachable");
+    }
+    return 0;
+  }
   if (!ctx.channel->WaitForConnected(std::chrono::system_clock::now() +
                                      std::chrono::seconds(std::min<int64_t>(t, 5)))) {
     std::cerr << "loomctl: cannot reach loomd at " << ctx.server << " (no connection within "
