@@ -167,9 +167,29 @@ def revision_of(raw):
     return varint(raw, i + 1)[0]
 
 
+def committed_revisions(server, start):
+    """Every revision the log holds from `start` on (a replay of the history)."""
+    f = pb["fabric"]
+    channel = grpc.insecure_channel(server.address)
+    watch = channel.unary_stream("/loom.v1.FabricService/WatchEvents",
+                                 request_serializer=lambda m: m.SerializeToString(),
+                                 response_deserializer=None)
+    out = set()
+    try:
+        for raw in watch(f.WatchEventsRequest(start_revision=start, replay_only=True),
+                         timeout=300):
+            out.add(revision_of(raw))
+    finally:
+        channel.close()
+    return out
+
+
 class Watcher(threading.Thread):
-    """A WatchEvents client following the resume protocol; counts what it
-    never received (lost) from its start revision to the end."""
+    """A WatchEvents client following the resume protocol. Revisions it skips
+    over are kept as gaps: the log may have revisions that were never committed
+    (docs/watch.md), so whether a gap lost anything is settled at the end
+    against the log itself. A resume past what it had (cut), or a re-list after
+    compaction, counts as lost at once."""
 
     def __init__(self, server, start, slow_s, stop, churning):
         super().__init__(daemon=True)
@@ -177,6 +197,7 @@ class Watcher(threading.Thread):
         self.churning = churning  # slow readers are slow only while this is set
         self.first = start
         self.lost = self.dups = self.cuts = self.out_of_range = self.reconnects = 0
+        self.gaps = []  # (first, last) revisions skipped over in the stream
         self.received = 0
         self.call = None
 
@@ -197,7 +218,7 @@ class Watcher(threading.Thread):
                         self.dups += 1  # repeated after a resume: skipped
                         continue
                     if r > self.next:
-                        self.lost += r - self.next
+                        self.gaps.append((self.next, r - 1))
                     self.next = r + 1
                     self.received += 1
                     if self.slow_s and self.churning.is_set():
@@ -263,7 +284,8 @@ def watcher_pool(conn, address, proto_dir, start_rev, n_live, n_slow):
                            dups=sum(w.dups for w in ws),
                            reconnects=sum(w.reconnects for w in ws),
                            cuts=sum(w.cuts for w in ws),
-                           out_of_range=sum(w.out_of_range for w in ws), behind=behind))
+                           out_of_range=sum(w.out_of_range for w in ws), behind=behind,
+                           gaps=[g for w in ws for g in w.gaps]))
             return
 
 
@@ -517,6 +539,11 @@ def main():
     w = parent_conn.recv()
     pool.join()
     behind = w["behind"]
+    # Gaps: lost only where the log has the revision (the rest were never committed).
+    existing = committed_revisions(server, start_rev)
+    gap_revisions = sum(b - a + 1 for a, b in w["gaps"])
+    gap_lost = sum(1 for a, b in w["gaps"] for r in range(a, b + 1) if r in existing)
+    w["lost"] += gap_lost
     m = server.metrics()
     idle.close()
 
@@ -552,6 +579,9 @@ def main():
           "still behind at the end %d" %
           (n_live, args.slow, w["received"], w["lost"], w["dups"], w["reconnects"], w["cuts"],
            w["out_of_range"], behind))
+    print("revision gaps seen by watchers: %d revisions (never committed: %d; in the log: %d, "
+          "counted as lost above); log revisions from %d: %d" %
+          (gap_revisions, gap_revisions - gap_lost, gap_lost, start_rev, len(existing)))
     print("loomd (after the restart): catch-ups %d, cuts %d, compacted watches %d, events "
           "compacted %d, history in memory %.1f MiB, retained events %d" %
           (m.get("loom_watch_catchups_total", 0), m.get("loom_watch_cuts_total", 0),
