@@ -580,8 +580,9 @@ def main():
           (n_live, args.slow, w["received"], w["lost"], w["dups"], w["reconnects"], w["cuts"],
            w["out_of_range"], behind))
     print("revision gaps seen by watchers: %d revisions (never committed: %d; in the log: %d, "
-          "counted as lost above); log revisions from %d: %d" %
-          (gap_revisions, gap_revisions - gap_lost, gap_lost, start_rev, len(existing)))
+          "counted as lost above); log revisions from %d: %d (%d..%d)" %
+          (gap_revisions, gap_revisions - gap_lost, gap_lost, start_rev, len(existing),
+           min(existing or [0]), max(existing or [0])))
     print("loomd (after the restart): catch-ups %d, cuts %d, compacted watches %d, events "
           "compacted %d, history in memory %.1f MiB, retained events %d" %
           (m.get("loom_watch_catchups_total", 0), m.get("loom_watch_cuts_total", 0),
