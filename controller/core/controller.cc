@@ -395,6 +395,10 @@ Status Controller::CommitAndPublish(Mutation& m) {
       catchup_cache_bytes_ -= catchup_cache_.begin()->second.bytes;
       catchup_cache_.erase(catchup_cache_.begin());
     }
+    // The insertion order keeps only what is still cached (bounded by the cache).
+    if (catchup_order_.size() > 2 * catchup_cache_.size() + 64) {
+      std::erase_if(catchup_order_, [&](uint64_t r) { return !catchup_cache_.count(r); });
+    }
     while (!history_.empty() && history_.front().ev.revision() < m.prune_events_before) {
       history_bytes_ -= history_.front().bytes;
       history_.pop_front();
@@ -1277,7 +1281,6 @@ void Controller::Fill(uint64_t id) {
   // Work per strand turn for a bounded watcher: the strand also serves writes.
   constexpr size_t kTurnEvents = 64;
   constexpr size_t kTurnBytes = size_t{512} << 10;
-  constexpr size_t kCatchUpCacheBytes = size_t{16} << 20;
   size_t sent = 0, sent_bytes = 0;
   while (true) {
     auto it = subscribers_.find(id);
@@ -1342,19 +1345,28 @@ void Controller::Fill(uint64_t id) {
                    {sub.next, 0, 0});
           return;
         }
+        const uint64_t first = page.front().revision();
         for (auto& e : page) {
           const uint64_t r = e.revision();
           if (catchup_cache_.count(r)) continue;
           CachedEvent c = MakeCached(std::move(e));
           catchup_cache_bytes_ += c.bytes;
           catchup_cache_.emplace(r, std::move(c));
+          catchup_order_.push_back(r);
         }
-        // Bounded: the oldest pages go first (watchers move forward).
-        while (catchup_cache_bytes_ > kCatchUpCacheBytes && catchup_cache_.size() > page.size()) {
-          catchup_cache_bytes_ -= catchup_cache_.begin()->second.bytes;
-          catchup_cache_.erase(catchup_cache_.begin());
+        // Bounded: the pages read longest ago go first, never the one just read
+        // (evicting by revision could drop it when other watchers' pages are
+        // newer, and this watcher would then jump past it).
+        while (catchup_cache_bytes_ > options_.catchup_cache_bytes &&
+               catchup_order_.size() > page.size()) {
+          auto old = catchup_cache_.find(catchup_order_.front());
+          catchup_order_.pop_front();
+          if (old == catchup_cache_.end()) continue;
+          catchup_cache_bytes_ -= old->second.bytes;
+          catchup_cache_.erase(old);
         }
-        at = catchup_cache_.lower_bound(sub.next);  // a gap is skipped
+        // Revisions between sub.next and the page's first were never committed.
+        at = catchup_cache_.find(first);
         if (at == catchup_cache_.end()) continue;
       }
       ev = &at->second.ev;

@@ -113,6 +113,8 @@ struct ControllerOptions {
   // Per-link rate families (ECN marks, CNPs, PFC pause ratio) keep this many
   // directions each, the highest values (docs/metrics.md).
   size_t link_series_top_k = 50;
+  // Events lagging watchers read from the store, shared between them (bytes).
+  size_t catchup_cache_bytes = size_t{16} << 20;
   // loom_job_fabric_slowdown: the jobs slowed most, plus those labelled
   // loom.io/metrics=true.
   size_t job_series_top_k = 50;
@@ -373,6 +375,7 @@ class Controller {
   // Events read from the store for lagging watchers (at most 16 MiB, oldest
   // evicted first), shared by every watcher catching up through them.
   std::map<uint64_t, CachedEvent> catchup_cache_;
+  std::deque<uint64_t> catchup_order_;  // revisions in the order they were read
   size_t catchup_cache_bytes_ = 0;
   // Compaction left free pages to give back (Tick).
   bool vacuum_due_ = false;

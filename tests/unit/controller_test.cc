@@ -788,6 +788,35 @@ TEST_F(WatchTest, SlowWatcherIsCaughtUpFromTheStoreWithoutLossOrDuplicates) {
   EXPECT_EQ(w.seen().back(), 62u);
 }
 
+// Watchers far apart share a small catch-up cache: the page one of them has
+// just read from the store must not be evicted before it is sent (evicting by
+// revision dropped it when another watcher's newer pages filled the cache,
+// and the watcher jumped past the events as if they were a gap).
+TEST_F(WatchTest, WatchersFarApartShareASmallCatchUpCacheWithoutSkipping) {
+  ControllerOptions opts;
+  opts.event_cache_bytes = 1;          // the newest event only: the rest from the store
+  opts.catchup_cache_bytes = 8 << 10;  // a few events' worth
+  Harness h(db_, topo_, opts);
+  for (int i = 0; i < 300; ++i) h.Call(&Controller::RegisterJob, JobReq("a" + std::to_string(i)));
+  // `ahead` reads from revision 200 first, filling the cache with newer pages;
+  // `behind` then starts at 1; they take turns.
+  TestWatcher ahead(h.c(), 200, 4, /*follow=*/false);
+  ahead.ReadUntil(230);
+  TestWatcher behind(h.c(), 1, 4, /*follow=*/false);
+  auto done = [](const std::vector<uint64_t>& v) { return !v.empty() && v.back() >= 301; };
+  for (int i = 0; i < 20000 && !(done(ahead.seen()) && done(behind.seen())); ++i) {
+    behind.Read();
+    ahead.Read();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ASSERT_TRUE(ahead.WaitEnded());
+  ASSERT_TRUE(behind.WaitEnded());
+  ahead.Read();
+  behind.Read();
+  EXPECT_EQ(ahead.seen(), Range(200, 301));
+  EXPECT_EQ(behind.seen(), Range(1, 301));
+}
+
 // A live watcher that stops reading is not fed (its buffer stays at its
 // capacity) and, when it reads again, gets everything it missed.
 TEST_F(WatchTest, LiveWatcherThatStopsReadingResumesWhereItStopped) {
