@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, whatever Loom needs that is missing; nothing else (with
-# --test, also the dashboards' pinned npm packages, see below).
+# --test, also the test suite's pinned npm packages, see below).
 # Idempotent: when everything is present it changes nothing and needs no network.
 #   scripts/install-deps.sh          build and run dependencies
-#   scripts/install-deps.sh --test   plus what the test suite needs, and the Grafana
-#                                    dashboards' npm packages (npm ci --prefix
-#                                    deploy/grafana, pinned by its package-lock.json)
-#                                    when deploy/grafana/node_modules is missing
+#   scripts/install-deps.sh --test   plus what the test suite needs (chromium for the
+#                                    live view test), and the npm packages of
+#                                    deploy/grafana and tests/e2e/browser (npm ci,
+#                                    pinned by their package-lock.json) when their
+#                                    node_modules is missing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,7 @@ TEST_PKGS=(
   clang-format python3 python3-grpcio python3-protobuf prometheus libyang2-tools
   gobgpd exabgp clang libclang-rt-14-dev clang-16 libclang-rt-16-dev libglpk-dev
   frr iperf3 iputils-ping prometheus-alertmanager python3-yaml nodejs
+  chromium fonts-dejavu-core
 )
 
 want=("${BUILD_PKGS[@]}")
@@ -29,13 +31,18 @@ if [[ "${1:-}" == "--test" ]]; then
   command -v npm >/dev/null || want+=(npm)
 fi
 
-# The Grafana dashboards' TypeScript toolchain (@grafana/schema, typescript),
-# from the npm registry at the versions package-lock.json pins.
+# From the npm registry at the versions each package-lock.json pins: the Grafana
+# dashboards' TypeScript toolchain (@grafana/schema, typescript) and the live
+# view test's puppeteer-core (drives Debian's chromium; downloads no browser).
 npm_deps() {
-  if [[ "${1:-}" == "--test" && ! -d deploy/grafana/node_modules ]]; then
-    echo "install-deps: npm ci --prefix deploy/grafana"
-    npm ci --prefix deploy/grafana --no-audit --no-fund
-  fi
+  [[ "${1:-}" == "--test" ]] || return 0
+  local d
+  for d in deploy/grafana tests/e2e/browser; do
+    if [[ ! -d $d/node_modules ]]; then
+      echo "install-deps: npm ci --prefix $d"
+      npm ci --prefix "$d" --no-audit --no-fund
+    fi
+  done
 }
 
 missing=()

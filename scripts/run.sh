@@ -18,6 +18,7 @@ else
 fi
 echo
 echo "loomd: gRPC on 127.0.0.1:50061, metrics on http://127.0.0.1:9464/metrics"
+echo "live fabric view: open http://127.0.0.1:9464/ in a browser"
 echo "in another terminal:"
 echo "       build/api/loomctl jobs list                 # jobs and their colors"
 echo "       build/api/loomctl jobs get llm-pretrain     # per-destination paths and reasons"

@@ -310,9 +310,9 @@ Status Controller::Start() {
   return Status::Ok();
 }
 
-Controller::CachedEvent Controller::MakeCached(v1::Event ev) {
+Controller::CachedEvent Controller::MakeCached(v1::Event ev, EventBytes wire) {
   CachedEvent c;
-  c.wire = std::make_shared<const std::string>(ev.SerializeAsString());
+  c.wire = wire ? std::move(wire) : std::make_shared<const std::string>(ev.SerializeAsString());
   c.bytes = ev.SpaceUsedLong() + c.wire->capacity();
   c.ev = std::move(ev);
   return c;
@@ -332,11 +332,16 @@ Status Controller::CommitAndPublish(Mutation& m) {
   uint64_t last = m.events.empty() ? revision_ : m.events.back().revision();
   // Retention: compact what falls out of the window (count and bytes) in the
   // same transaction. Only older events go; the new ones are always kept.
+  // Each event is serialized once: for the store, the budget and watchers.
   std::vector<uint32_t> sizes;
   sizes.reserve(m.events.size());
+  m.event_wire.resize(m.events.size());
   size_t count = retained_.size(), bytes = retained_bytes_;
-  for (const auto& ev : m.events) {
-    sizes.push_back(static_cast<uint32_t>(ev.ByteSizeLong()));
+  for (size_t i = 0; i < m.events.size(); ++i) {
+    if (!m.event_wire[i]) {
+      m.event_wire[i] = std::make_shared<const std::string>(m.events[i].SerializeAsString());
+    }
+    sizes.push_back(static_cast<uint32_t>(m.event_wire[i]->size()));
     ++count;
     bytes += sizes.back();
   }
@@ -430,7 +435,7 @@ Status Controller::CommitAndPublish(Mutation& m) {
   }
   for (size_t i = 0; i < m.events.size(); ++i) {
     const v1::Event& ev = m.events[i];
-    history_.push_back(MakeCached(ev));
+    history_.push_back(MakeCached(ev, m.event_wire[i]));
     history_bytes_ += history_.back().bytes;
     const EventBytes wire = history_.back().wire;
     events_family_.Add({{"type", EventTypeLabel(ev.type())}}).Increment();

@@ -361,7 +361,8 @@ class Controller {
     EventBytes wire;
     size_t bytes = 0;
   };
-  static CachedEvent MakeCached(loom::v1::Event ev);
+  // `wire`: the event already serialized (made here when null).
+  static CachedEvent MakeCached(loom::v1::Event ev, EventBytes wire = nullptr);
   // The newest events (at most event_cache_bytes of them), oldest first.
   std::deque<CachedEvent> history_;
   size_t history_bytes_ = 0;

@@ -104,6 +104,11 @@ v1::GetJobHealthResponse Controller::JobHealthOf(const v1::Job& job) const {
     }
   }
   h.set_impaired_routes(impaired);
+  {
+    std::set<std::string> ids;
+    for (const auto& [d, routes] : on_path) ids.insert(links[d.first].id());
+    for (const auto& id : ids) h.add_path_links(id);
+  }
   h.set_predicted_max_utilization(a.predicted_max_utilization());
 
   // Telemetry on those directions.

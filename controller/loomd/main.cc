@@ -1,14 +1,13 @@
 // loomd bootstrap: the one place that wires the modules together.
 //
 // Threads: the controller strand runs on one io_context thread ("core");
-// gRPC and the metrics exposer run their own threads; the main thread waits
+// gRPC and the metrics port's HTTP server run their own threads; the main thread waits
 // for SIGINT/SIGTERM and then shuts everything down in order (API first so no
 // new work arrives, then the core, then the store).
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <malloc.h>
-#include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 #include <signal.h>
 
@@ -32,6 +31,7 @@
 #include <sstream>
 #include <thread>
 
+#include "api/services/http_server.h"
 #include "api/services/metrics.h"
 #include "api/services/server.h"
 #include "api/topology/topology_index.h"
@@ -898,22 +898,6 @@ int main(int argc, char** argv) {
     link_telemetry.SetOnOperChange(nullptr);
   };
 
-  std::unique_ptr<prometheus::Exposer> exposer;
-  try {
-    exposer = std::make_unique<prometheus::Exposer>(config.metrics_listen());
-  } catch (const std::exception& e) {
-    stop_telemetry();
-    work.reset();
-    io.stop();
-    core.join();
-    return Fail(1, "cannot listen for metrics on " + config.metrics_listen() + ": " + e.what());
-  }
-  exposer->RegisterCollectable(registry);
-  // The exposer keeps weak references: the collectors must outlive it.
-  auto process_collector = loom::api::MakeProcessCollector();
-  exposer->RegisterCollectable(process_collector);
-  int metrics_port = exposer->GetListeningPorts().empty() ? 0 : exposer->GetListeningPorts()[0];
-
   loom::api::ServiceOptions sopts;
   sopts.watch_buffer_bytes = size_t{config.watch_buffer_kib()} << 10;
   // Previews (`loomctl render DEVICE --adapter sonic`) use the inventory's
@@ -943,11 +927,26 @@ int main(int argc, char** argv) {
     return loom::loomd::DeviceStatuses(*inv, index->topology(), collector.Health(), clock.Now(),
                                        embedded, device);
   };
+  // The metrics port: /metrics, the live fabric view and its JSON
+  // (api/services/http_server.h). Collectables are held weakly: they outlive it.
+  auto process_collector = loom::api::MakeProcessCollector();
+  loom::api::HttpServerOptions hopts;
+  hopts.list_devices = sopts.list_devices;
+  loom::api::HttpServer http(controller, *registry, {registry, process_collector}, hopts);
+  if (loom::Status s = http.Start(config.metrics_listen()); !s.ok()) {
+    stop_telemetry();
+    work.reset();
+    io.stop();
+    core.join();
+    return Fail(1, "cannot listen for metrics on " + config.metrics_listen() + ": " + s.message());
+  }
+  const int metrics_port = http.port();
+
   loom::api::ApiServer server(controller, *registry, sopts);
   signal_watcher.Checkpoint("southbound and telemetry started");
   if (loom::Status s = server.Start(config.grpc_listen()); !s.ok()) {
     stop_telemetry();
-    exposer.reset();
+    http.Stop();
     work.reset();
     io.stop();
     core.join();
@@ -1068,8 +1067,9 @@ int main(int argc, char** argv) {
   };
   server.Shutdown(std::chrono::milliseconds(1000));
   LOG_INFO("api stopped").With("ms", ms_since());
+  http.Stop();
+  LOG_INFO("metrics port stopped").With("ms", ms_since());
   stop_telemetry();
-  exposer.reset();
   work.reset();
   io.stop();
   core.join();

@@ -356,11 +356,16 @@ Status SqliteStore::Commit(const Mutation& m) {
   }
   if (!m.events.empty()) {
     Stmt s(db, "INSERT INTO events(revision, type, subject, body) VALUES(?,?,?,?)");
-    for (const auto& ev : m.events) {
+    for (size_t i = 0; i < m.events.size(); ++i) {
+      const auto& ev = m.events[i];
       s.Int(1, static_cast<int64_t>(ev.revision()));
       s.Int(2, ev.type());
       s.Text(3, ev.subject());
-      s.Blob(4, ev.SerializeAsString());
+      if (i < m.event_wire.size() && m.event_wire[i]) {
+        s.Blob(4, *m.event_wire[i]);
+      } else {
+        s.Blob(4, ev.SerializeAsString());
+      }
       if (s.Step() != SQLITE_DONE) return fail("appending event");
       s.Reset();
     }

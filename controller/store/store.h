@@ -71,6 +71,10 @@ struct Mutation {
   std::vector<DrainRecord> put_drains;
   std::vector<std::string> delete_drains;
   std::vector<loom::v1::Event> events;
+  // The events serialized, parallel to `events` (optional: the controller
+  // serializes each event once for the store, the size budget and watchers;
+  // the store serializes any that is missing).
+  std::vector<std::shared_ptr<const std::string>> event_wire;
   std::vector<RequestRecord> requests;
   // A new policy set version (its `version` field is the key).
   std::optional<loom::v1::PolicySet> put_policy;

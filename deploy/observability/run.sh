@@ -59,6 +59,7 @@ prometheus --config.file="$DIR/prometheus.yml" --storage.tsdb.path="$DIR/tsdb" \
 PIDS+=($!)
 
 echo "loomd:      gRPC 127.0.0.1:$GRPC, metrics http://127.0.0.1:$METRICS/metrics"
+echo "live view:  http://127.0.0.1:$METRICS/  (topology, link colors, jobs' paths, events)"
 echo "Prometheus: http://127.0.0.1:$PROM_PORT  (Alerts, Status > Rules)"
 echo "try:        $BUILD_DIR/api/loomctl --server 127.0.0.1:$GRPC watch events"
 echo "            $BUILD_DIR/api/loomctl --server 127.0.0.1:$GRPC jobs why ring-small"
