@@ -1191,7 +1191,11 @@ PlacementResult Place(const FabricGraph& g, const std::vector<Unit>& units,
       std::vector<size_t> fill(group_begin.begin(), group_begin.end() - 1);
       for (size_t u : order) by_top[fill[group(u)]++] = u;
     }
-    std::vector<double> extra(static_cast<size_t>(g.num_edges()), 0.0);
+    // Per-edge load of the backups chosen so far (zero again after each top).
+    std::vector<double> local_extra;
+    const size_t edges = static_cast<size_t>(g.num_edges());
+    std::vector<double>& extra =
+        ws ? ws->Zeros(edges) : (local_extra.assign(edges, 0.0), local_extra);
     std::vector<int> touched;
     for (size_t k = 0; k <= tops; ++k) {
       for (size_t i = group_begin[k]; i < group_begin[k + 1]; ++i) {

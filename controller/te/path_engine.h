@@ -191,9 +191,15 @@ class PlaceWorkspace {
   struct Buffers;
   // Buffers of solver k (0: the one keeping current paths, 1: a full recompute's fresh one).
   Buffers* Get(int k);
+  // Per-edge scratch of `edges` zeros; the caller puts back every zero it changed.
+  std::vector<double>& Zeros(size_t edges) {
+    if (zeros_.size() != edges) zeros_.assign(edges, 0.0);
+    return zeros_;
+  }
 
  private:
   std::unique_ptr<Buffers> keep_, fresh_;
+  std::vector<double> zeros_;
 };
 
 // `base_load` (per edge, bits/s), when given, is traffic of units placed

@@ -1261,8 +1261,14 @@ void Placement::BuildRouteTable() const {
       t.colors[static_cast<size_t>(ls)].emplace_back(color, std::move(hop));
     }
   }
-  // Routes per switch in (job id, unit) order, with the rate each carries there.
-  std::vector<std::vector<std::pair<RouteRef, double>>> per(n);
+  // Routes per switch in (job id, unit) order, with the rate each carries there
+  // (storage kept between builds: a build every push would otherwise allocate and
+  // fault in the whole table again).
+  auto& per = route_scratch_;
+  per.resize(n);
+  for (auto& v : per) v.clear();
+  t.refs = std::move(table_.refs);
+  t.refs.clear();
   t.spray_jobs.assign(n, {});
   std::set<std::pair<int, std::string>> spine_routes;  // (pod spine, destination part)
   for (const auto& [id, rec] : jobs_) {
@@ -1358,7 +1364,7 @@ void Placement::BuildRouteTable() const {
   t.refs.reserve(t.begin[n]);
   for (auto& v : per) {
     for (const auto& [ref, rate] : v) t.refs.push_back(ref);
-    std::vector<std::pair<RouteRef, double>>().swap(v);
+    v.clear();
   }
   for (const auto& [job, where] : left_out) t.budget_note[job] = FormatBudgetNote(where);
   table_ = std::move(t);

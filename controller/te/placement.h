@@ -346,6 +346,8 @@ class Placement {
   };
   // The table points into jobs_'s nodes: a copied or moved Placement (the
   // controller's rollback copies) starts without one and rebuilds it.
+  // BuildRouteTable's per-switch scratch (kept for its storage; empty between builds).
+  mutable std::vector<std::vector<std::pair<RouteRef, double>>> route_scratch_;
   struct CachedRouteTable : RouteTable {
     CachedRouteTable() = default;
     CachedRouteTable(const CachedRouteTable&) : RouteTable() {}
