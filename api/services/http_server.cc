@@ -4,6 +4,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -522,8 +523,17 @@ void Accept(const std::shared_ptr<State>& st) {
       asio::make_strand(st->io), [st](beast::error_code ec, tcp::socket socket) {
         if (ec) {
           if (ec == asio::error::operation_aborted) return;
-          LOG_WARN("metrics port: accept failed").With("error", ec.message());
-          return Accept(st);
+          // Out of file descriptors and the like: retry after a pause, not in a loop.
+          LOG_WARN("metrics port: accept failed; retrying in 100 ms").With("error", ec.message());
+          auto timer = std::make_shared<asio::steady_timer>(st->io, std::chrono::milliseconds(100));
+          timer->async_wait([st, timer](beast::error_code) {
+            {
+              std::lock_guard<std::mutex> lock(st->mu);
+              if (st->stopped) return;
+            }
+            Accept(st);
+          });
+          return;
         }
         std::shared_ptr<Session> s;
         {

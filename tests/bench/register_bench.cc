@@ -51,7 +51,12 @@ class CountingStore final : public loom::controller::Store {
   }
   loom::Status Commit(const loom::controller::Mutation& m) override {
     ++commits;
-    return inner_.Commit(m);
+    const auto t0 = std::chrono::steady_clock::now();
+    loom::Status s = inner_.Commit(m);
+    commit_ns += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - t0)
+                                           .count());
+    return s;
   }
   loom::Status ReadResponse(const std::string& request_id, std::string* out) override {
     return inner_.ReadResponse(request_id, out);
@@ -64,6 +69,8 @@ class CountingStore final : public loom::controller::Store {
     return inner_.Vacuum(max_pages, free_pages);
   }
   std::atomic<uint64_t> commits{0};
+  // Wall time spent in Commit (on the controller strand: SQLite and its fsyncs).
+  std::atomic<uint64_t> commit_ns{0};
 
  private:
   loom::controller::Store& inner_;
@@ -100,6 +107,7 @@ bool RunOnce(const Run& run, const std::shared_ptr<const loom::topology::Topolog
   loom::controller::Controller controller(io, clock, store, index, registry, opts);
   if (!controller.Start().ok()) return false;
   const uint64_t commits_at_start = store.commits.load();
+  const uint64_t commit_ns_at_start = store.commit_ns.load();
   std::thread core([&io] { io.run(); });
   std::atomic<bool> stop{false};
   std::thread ticker([&] {
@@ -170,6 +178,9 @@ bool RunOnce(const Run& run, const std::shared_ptr<const loom::topology::Topolog
         run.n_jobs, total, run.n_jobs / total, Percentile(all, 0.5), Percentile(all, 0.99),
         Percentile(all, 1.0),
         static_cast<unsigned long long>(store.commits.load() - commits_at_start));
+    const double commit_s = static_cast<double>(store.commit_ns.load() - commit_ns_at_start) / 1e9;
+    std::printf("strand time in store commits: %.2f s (%.0f %% of the run)\n", commit_s,
+                100 * commit_s / total);
     std::fflush(stdout);
   }
   stop = true;

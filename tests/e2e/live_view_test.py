@@ -153,12 +153,22 @@ class LiveViewTest(unittest.TestCase):
         status, headers, body = self.request("HEAD", "/metrics")
         self.assertEqual((status, body), (200, b""))
         self.assertGreater(int(headers["Content-Length"]), 0)
+        # Over 64 open connections: the rest are closed at accept and counted; once
+        # they are gone, the port serves again.
+        held = [socket.create_connection(("127.0.0.1", self.port), timeout=5) for _ in range(70)]
+        time.sleep(0.5)
+        for c in held:
+            c.close()
+        time.sleep(0.2)
         # Still serving, and every request above was counted.
         text = self.request("GET", "/metrics")[2].decode()
         counted = {l.split(" ")[0] for l in text.splitlines()
                    if l.startswith("loom_http_requests_total{")}
         self.assertTrue(any('handler="method_not_allowed"' in c for c in counted), counted)
         self.assertTrue(any('handler="bad_request"' in c for c in counted), counted)
+        refused = [l for l in text.splitlines()
+                   if l.startswith("loom_http_connections_refused_total ")]
+        self.assertTrue(refused and float(refused[0].split()[1]) >= 6, refused)
 
     def test_4_browser_sees_the_fabric_and_the_failure(self):
         driver = os.path.join(ARGS.browser_dir, "live_view.mjs")
