@@ -70,9 +70,12 @@ class JobHealthTest(unittest.TestCase):
             pause = h.get("maxPauseRatio", 0)
             self.assertAlmostEqual(h["fabricSlowdown"], max(1.0, pred) / (1 - min(pause, 0.99)),
                                    places=6)
-            if h["fabricSlowdown"] > 1.05:
-                self.assertTrue(h.get("slowedByFabric"), h)
-                self.assertIn("slowing this job", h["verdict"])
+            # The scenario's ring alternates leaves at every step: 4 of its 8 flows go
+            # leaf0 -> leaf1 at 400G each (1.6T) over leaf0's two 400G uplinks, one of them
+            # failed: at least 2x demand over capacity, whatever the placement.
+            self.assertGreaterEqual(h["fabricSlowdown"], 2.0, h)
+            self.assertTrue(h.get("slowedByFabric"), h)
+            self.assertIn("slowing this job", h["verdict"])
             # Problem links worst first (pause share, then ECN marks, then utilization),
             # each on the job's paths (it carries job routes or is one of its NIC links).
             probs = h["problemLinks"]
