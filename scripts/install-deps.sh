@@ -21,7 +21,7 @@ TEST_PKGS=(
   clang-format python3 python3-grpcio python3-protobuf prometheus libyang2-tools
   gobgpd exabgp clang libclang-rt-14-dev clang-16 libclang-rt-16-dev libglpk-dev
   frr iperf3 iputils-ping prometheus-alertmanager python3-yaml nodejs
-  chromium fonts-dejavu-core
+  chromium fonts-dejavu-core slurmctld slurmd slurm-client munge
 )
 
 want=("${BUILD_PKGS[@]}")

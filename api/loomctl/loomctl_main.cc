@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "api/loomctl/table.h"
+#include "api/loomctl/topology_export.h"
 #include "common/file.h"
 #include "common/flags.h"
 #include "common/text.h"
@@ -34,6 +35,12 @@ Talks to loomd's gRPC API (default server: $LOOM_SERVER or 127.0.0.1:50061).
 
 Commands:
   topology show                       devices and link counts of the loaded topology
+  topology export --format slurm|kueue|volcano [--health]
+                                      the fabric for a scheduler: Slurm topology.conf
+                                      (tree plugin), Kueue Topology + node labels, Volcano
+                                      HyperNodes; --health marks nodes whose NIC link is
+                                      down or whose leaf lost most uplinks
+                                      (docs/scheduler-topology.md)
   links list [--device D] [--drained] links with admin/oper state and live telemetry
                                       (utilization and DLB quality band 0-7 per
                                       direction, lower->upper tier first; "?" = stale,
@@ -450,9 +457,10 @@ std::string EventLine(const v1::Event& e) {
   return out.str();
 }
 
-int CmdTopology(Ctx& ctx, const std::vector<std::string>& args) {
-  if (args.empty() || args[0] != "show") {
-    std::cerr << "loomctl: usage: loomctl topology show\n";
+int CmdTopology(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& flags) {
+  if (args.empty() || (args[0] != "show" && args[0] != "export")) {
+    std::cerr << "loomctl: usage: loomctl topology show | topology export --format "
+                 "slurm|kueue|volcano [--health]\n";
     return 2;
   }
   grpc::ClientContext c;
@@ -460,6 +468,29 @@ int CmdTopology(Ctx& ctx, const std::vector<std::string>& args) {
   v1::GetTopologyResponse resp;
   auto s = ctx.fabric->GetTopology(&c, {}, &resp);
   if (!s.ok()) return Report(s, ctx);
+  if (args[0] == "export") {
+    if (!flags.Has("format")) {
+      std::cerr << "loomctl: topology export needs --format slurm|kueue|volcano\n";
+      return 2;
+    }
+    std::map<std::string, std::string> degraded;
+    if (flags.Has("health")) {
+      grpc::ClientContext lc;
+      SetDeadline(&lc, ctx);
+      v1::ListLinksResponse links;
+      if (auto ls = ctx.fabric->ListLinks(&lc, {}, &links); !ls.ok()) return Report(ls, ctx);
+      degraded = loom::loomctl::DegradedNodes(resp.topology(),
+                                              {links.links().begin(), links.links().end()});
+    }
+    std::string out, error;
+    if (!loom::loomctl::ExportTopology(resp.topology(), flags.Get("format"), degraded, &out,
+                                       &error)) {
+      std::cerr << "loomctl: " << error << "\n";
+      return 2;
+    }
+    std::cout << out;
+    return 0;
+  }
   if (ctx.json) {
     std::cout << ToJson(resp.topology());
     return 0;
@@ -974,12 +1005,13 @@ _loomctl() {
     jobs) COMPREPLY=($(compgen -W "list get why register update release" -- "$cur")); return ;;
     links) COMPREPLY=($(compgen -W "list get drain undrain" -- "$cur")); return ;;
     watch) COMPREPLY=($(compgen -W "jobs events" -- "$cur")); return ;;
-    topology) COMPREPLY=($(compgen -W "show" -- "$cur")); return ;;
+    topology) COMPREPLY=($(compgen -W "show export" -- "$cur")); return ;;
+    --format) COMPREPLY=($(compgen -W "slurm kueue volcano" -- "$cur")); return ;;
     plan) COMPREPLY=($(compgen -W "clear" -- "$cur")); return ;;
     completion) COMPREPLY=($(compgen -W "bash" -- "$cur")); return ;;
   esac
   if [[ "$cur" == -* ]]; then
-    COMPREPLY=($(compgen -W "--server -o --output --json --timeout --request-id --device --drained --reason --tenant --from --subject --vendor --adapter --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "--server -o --output --json --timeout --request-id --device --drained --reason --tenant --from --subject --vendor --adapter --format --health --help" -- "$cur"))
   elif [[ $COMP_CWORD -eq 1 ]]; then
     COMPREPLY=($(compgen -W "topology links jobs watch events render device devices plan apply version completion" -- "$cur"))
   fi
@@ -1009,8 +1041,8 @@ int main(int argc, char** argv) {
   std::string error;
   if (!flags.Parse(argc, argv, 1,
                    {"server", "timeout", "device", "reason", "tenant", "from", "subject",
-                    "request-id", "vendor", "adapter", "output"},
-                   {"json", "help", "drained"}, &error)) {
+                    "request-id", "vendor", "adapter", "output", "format"},
+                   {"json", "help", "drained", "health"}, &error)) {
     std::cerr << "loomctl: " << error << "\n";
     return 2;
   }
@@ -1083,7 +1115,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> pos = flags.positional();
   std::string cmd = pos[0];
   std::vector<std::string> rest(pos.begin() + 1, pos.end());
-  if (cmd == "topology") return CmdTopology(ctx, rest);
+  if (cmd == "topology") return CmdTopology(ctx, rest, flags);
   if (cmd == "links") return CmdLinks(ctx, rest, flags);
   if (cmd == "devices") return CmdDevices(ctx, rest);
   if (cmd == "plan" || cmd == "apply") return CmdPlan(ctx, cmd, rest);
