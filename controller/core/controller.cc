@@ -1462,7 +1462,18 @@ void Controller::PushDesired(bool force) {
   // due 4 x the last build's duration after it (every tick on small fabrics,
   // every ~0.6 s for a 150 ms build). Explicit reads (GetDeviceState) force it.
   const auto wall = std::chrono::steady_clock::now();
-  if (!force && options_.wall_clock_pacing && wall < next_desired_push_) return;
+  if (!force && options_.wall_clock_pacing) {
+    if (wall < next_desired_push_) return;
+    // A registration storm: answering the registrations comes first, and every push
+    // deferred takes in more changed switches at once. At most kMaxPushDeferral after
+    // the push was due, it runs whatever is queued.
+    bool waiting = false;
+    {
+      std::lock_guard<std::mutex> lock(registrations_mu_);
+      waiting = !registrations_.empty();
+    }
+    if (waiting && wall < next_desired_push_ + kMaxPushDeferral) return;
+  }
   struct Pace {
     std::chrono::steady_clock::time_point start, *next;
     ~Pace() {

@@ -476,6 +476,8 @@ class Controller {
     Done<loom::v1::RegisterJobResponse> done;
   };
   static constexpr size_t kMaxRegistrationBatch = 256;
+  // How long a due desired-state push waits while registrations are queued.
+  static constexpr std::chrono::milliseconds kMaxPushDeferral{1000};
   std::mutex registrations_mu_;
   std::deque<PendingRegistration> registrations_;  // guarded by registrations_mu_
   bool registrations_drain_posted_ = false;        // guarded by registrations_mu_

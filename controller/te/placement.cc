@@ -74,9 +74,10 @@ Placement::Placement(std::shared_ptr<const loom::topology::TopologyIndex> topo,
       switches_.push_back(d.id());
     }
   }
-  // Route budgets (2-tier): the index is kept with the jobs from the start, so the
-  // first leaf over its budget does not build it for every job at once.
-  if (!graph_.three_tier()) BuildBudgetIndex();
+  // Route budgets (2-tier): the index is built once a leaf is half-way to its
+  // budget (Upsert) and kept with the jobs from then on, so neither every
+  // registration pays for it on a fabric far from its budgets nor the first
+  // leaf over its budget builds it for every job at once.
 }
 
 void Placement::IndexGraph() {
@@ -104,8 +105,9 @@ bool Placement::SetDownLinks(const std::set<std::string>& down) {
   down_ = down;
   graph_ = FabricGraph::Build(*topo_, down_);
   IndexGraph();
+  const bool indexed = budget_index_.valid;
   budget_index_.valid = false;
-  if (!graph_.three_tier()) BuildBudgetIndex();  // same units, graph's leaf indexes
+  if (indexed && !graph_.three_tier()) BuildBudgetIndex();  // same units, new leaf indexes
   ++version_;
   MarkAllChanged();
   return true;
@@ -704,7 +706,12 @@ v1::PathAssignment Placement::Upsert(const v1::Job& job) {
   ++version_;
   MarkChanged(rec);
   UpdateMax();
-  IndexRoutes(rec, +1);  // after spraying was decided (a no-op for what it added)
+  // After spraying was decided (a no-op for what it added).
+  if (!budget_index_.valid && !graph_.three_tier() && NearRouteBudget(rec)) {
+    BuildBudgetIndex();  // every job, this one included
+  } else {
+    IndexRoutes(rec, +1);
+  }
   v1::PathAssignment a = MakeAssignment(rec);
   last_key_[job.job_id()] = RouteKey(a);
   return a;
@@ -1425,6 +1432,22 @@ void Placement::IndexRoutes(const JobRec& rec, int sign) const {
       tree.erase(k);
     }
   });
+}
+
+bool Placement::NearRouteBudget(const JobRec& rec) const {
+  for (size_t u = 0; u < rec.units.size() && u < rec.top.size(); ++u) {
+    if (rec.top[u] < 0) continue;
+    for (const auto& [src, rate] : rec.units[u].sources) {
+      (void)rate;
+      if (src < 0 || src == rec.units[u].dst_leaf) continue;
+      const uint32_t budget = LimitsOf(limits_, graph_.leaf(src)).max_routes;
+      if (budget > 0 &&
+          2 * static_cast<uint64_t>(leaf_routes_[static_cast<size_t>(src)]) > budget) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 void Placement::BuildBudgetIndex() const {

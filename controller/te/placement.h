@@ -233,6 +233,8 @@ class Placement {
   static std::string SprayWhy(const JobRec& rec);
   // Compact route table (see DesiredStates), rebuilt when version_ moved.
   void BuildRouteTable() const;
+  // A leaf this job has routes on is past half its route budget.
+  bool NearRouteBudget(const JobRec& rec) const;
   // Routes needed per leaf (before budgets), kept up to date with the units
   // placed; leaves above their budget make MakeAssignment build the table.
   void CountRoutes(const JobRec& rec, int sign);

@@ -53,9 +53,9 @@ class CountingStore final : public loom::controller::Store {
     ++commits;
     const auto t0 = std::chrono::steady_clock::now();
     loom::Status s = inner_.Commit(m);
-    commit_ns += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                           std::chrono::steady_clock::now() - t0)
-                                           .count());
+    commit_ns += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
     return s;
   }
   loom::Status ReadResponse(const std::string& request_id, std::string* out) override {
