@@ -22,6 +22,7 @@ TEST_PKGS=(
   gobgpd exabgp clang libclang-rt-14-dev clang-16 libclang-rt-16-dev libglpk-dev
   frr iperf3 iputils-ping prometheus-alertmanager python3-yaml nodejs
   chromium fonts-dejavu-core slurmctld slurmd slurm-client munge
+  python3-venv python3-pip python3-setuptools
 )
 
 want=("${BUILD_PKGS[@]}")

@@ -1,0 +1,223 @@
+"""loom_client.Client: typed wrappers of every loom.v1 RPC (see the package docstring)."""
+import time
+import uuid
+
+import grpc
+
+from loom.v1 import error_details_pb2, fabric_service_pb2 as fs, scheduler_service_pb2 as ss
+
+_RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+_ERROR_INFO_URL = "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+class LoomError(Exception):
+    """A failed loom.v1 call: `code` (grpc.StatusCode), `message` (Loom's text, naming the
+    field or object), `reason` and `metadata` (from an ErrorInfo detail, when loomd sent
+    one: e.g. reason "REVISION_COMPACTED" with metadata["compacted_revision"])."""
+
+    def __init__(self, method, code, message, reason="", metadata=None):
+        super().__init__("%s: %s: %s" % (method, code.name, message))
+        self.method = method
+        self.code = code
+        self.message = message
+        self.reason = reason
+        self.metadata = dict(metadata or {})
+
+    @classmethod
+    def from_rpc_error(cls, method, err):
+        reason, metadata = "", {}
+        for key, value in (err.trailing_metadata() or ()):
+            if key != "grpc-status-details-bin":
+                continue
+            status = error_details_pb2.RpcStatus.FromString(value)
+            for any_detail in status.details:
+                if any_detail.type_url == _ERROR_INFO_URL:
+                    info = error_details_pb2.ErrorInfo.FromString(any_detail.value)
+                    reason, metadata = info.reason, dict(info.metadata)
+        return cls(method, err.code(), err.details() or "", reason, metadata)
+
+
+class Client:
+    """One channel to loomd. `timeout`: default deadline of a call, seconds; `retries`:
+    attempts after the first on UNAVAILABLE / DEADLINE_EXCEEDED (with backoff from
+    `backoff` seconds, doubling, at most 5 s)."""
+
+    def __init__(self, address, timeout=10.0, retries=5, backoff=0.2, channel=None):
+        self.address = address
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self._channel = channel or grpc.insecure_channel(address)
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def _unary(self, service, method, request, response_cls, timeout):
+        call = self._channel.unary_unary(
+            "/loom.v1.%s/%s" % (service, method),
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=response_cls.FromString)
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            try:
+                return call(request, timeout=self.timeout if timeout is None else timeout)
+            except grpc.RpcError as err:
+                if err.code() not in _RETRYABLE or attempt == self.retries:
+                    raise LoomError.from_rpc_error(method, err) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _with_request_id(request, request_id):
+        request.request_id = request_id or request.request_id or uuid.uuid4().hex
+        return request
+
+    def _watch(self, service, method, request, response_cls, revision_of):
+        """Yields responses, reopening the stream from the revision after the last one
+        yielded when it is cut (RESOURCE_EXHAUSTED) or broken (UNAVAILABLE)."""
+        stream = self._channel.unary_stream(
+            "/loom.v1.%s/%s" % (service, method),
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=response_cls.FromString)
+        next_revision = request.start_revision
+        delay = self.backoff
+        failures = 0
+        while True:
+            req = type(request)()
+            req.CopyFrom(request)
+            req.start_revision = next_revision
+            try:
+                for resp in stream(req):
+                    rev = revision_of(resp)
+                    if next_revision and rev < next_revision:
+                        continue  # delivered before the stream was reopened
+                    next_revision = rev + 1
+                    failures = 0
+                    delay = self.backoff
+                    yield resp
+                return  # a replay-only watch ended
+            except grpc.RpcError as err:
+                if err.code() not in (grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                      grpc.StatusCode.UNAVAILABLE) or failures >= self.retries:
+                    raise LoomError.from_rpc_error(method, err) from None
+                e = LoomError.from_rpc_error(method, err)
+                resume = int(e.metadata.get("resume_revision", "0") or 0)
+                if not next_revision and resume:
+                    next_revision = resume
+                failures += 1
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    # -- SchedulerService ---------------------------------------------------------
+
+    def register_job(self, job, request_id="", timeout=None):
+        """Registers `job` (a loom.v1.Job); returns RegisterJobResponse (the job with its
+        paths). Retried with one request_id: a retry of a registration that landed gets
+        the first answer."""
+        req = self._with_request_id(ss.RegisterJobRequest(job=job), request_id)
+        return self._unary("SchedulerService", "RegisterJob", req, ss.RegisterJobResponse,
+                           timeout)
+
+    def update_job(self, job, request_id="", timeout=None):
+        req = self._with_request_id(ss.UpdateJobRequest(job=job), request_id)
+        return self._unary("SchedulerService", "UpdateJob", req, ss.UpdateJobResponse, timeout)
+
+    def release_job(self, job_id, request_id="", timeout=None):
+        req = self._with_request_id(ss.ReleaseJobRequest(job_id=job_id), request_id)
+        return self._unary("SchedulerService", "ReleaseJob", req, ss.ReleaseJobResponse,
+                           timeout)
+
+    def get_job(self, job_id, timeout=None):
+        return self._unary("SchedulerService", "GetJob", ss.GetJobRequest(job_id=job_id),
+                           ss.GetJobResponse, timeout)
+
+    def list_jobs(self, tenant="", page_size=0, page_token="", timeout=None):
+        req = ss.ListJobsRequest(tenant=tenant, page_size=page_size, page_token=page_token)
+        return self._unary("SchedulerService", "ListJobs", req, ss.ListJobsResponse, timeout)
+
+    def all_jobs(self, tenant="", page_size=500):
+        """Every job (of `tenant`), page by page."""
+        token = ""
+        while True:
+            page = self.list_jobs(tenant=tenant, page_size=page_size, page_token=token)
+            yield from page.jobs
+            token = page.next_page_token
+            if not token:
+                return
+
+    def get_job_health(self, job_id, timeout=None):
+        return self._unary("SchedulerService", "GetJobHealth",
+                           ss.GetJobHealthRequest(job_id=job_id), ss.GetJobHealthResponse,
+                           timeout)
+
+    def watch_jobs(self, start_revision=0, tenant=""):
+        """Yields WatchJobsResponse (revision, change, job) from `start_revision` (0: new
+        changes only), resuming by itself."""
+        req = ss.WatchJobsRequest(start_revision=start_revision, tenant=tenant)
+        return self._watch("SchedulerService", "WatchJobs", req, ss.WatchJobsResponse,
+                           lambda r: r.revision)
+
+    # -- FabricService ------------------------------------------------------------
+
+    def get_topology(self, timeout=None):
+        return self._unary("FabricService", "GetTopology", fs.GetTopologyRequest(),
+                           fs.GetTopologyResponse, timeout).topology
+
+    def list_links(self, device="", drained_only=False, timeout=None):
+        req = fs.ListLinksRequest(device=device, drained_only=drained_only)
+        return self._unary("FabricService", "ListLinks", req, fs.ListLinksResponse,
+                           timeout).links
+
+    def get_link(self, link_id, timeout=None):
+        return self._unary("FabricService", "GetLink", fs.GetLinkRequest(link_id=link_id),
+                           fs.GetLinkResponse, timeout).link
+
+    def drain_link(self, link_id, reason, request_id="", timeout=None):
+        req = self._with_request_id(fs.DrainLinkRequest(link_id=link_id, reason=reason),
+                                    request_id)
+        return self._unary("FabricService", "DrainLink", req, fs.DrainLinkResponse, timeout)
+
+    def undrain_link(self, link_id, request_id="", timeout=None):
+        req = self._with_request_id(fs.UndrainLinkRequest(link_id=link_id), request_id)
+        return self._unary("FabricService", "UndrainLink", req, fs.UndrainLinkResponse, timeout)
+
+    def get_device_state(self, device, format=0, adapter="", timeout=None):
+        req = fs.GetDeviceStateRequest(device=device, format=format, adapter=adapter)
+        return self._unary("FabricService", "GetDeviceState", req, fs.GetDeviceStateResponse,
+                           timeout)
+
+    def list_devices(self, device="", timeout=None):
+        return self._unary("FabricService", "ListDevices", fs.ListDevicesRequest(device=device),
+                           fs.ListDevicesResponse, timeout).devices
+
+    def get_change_plan(self, timeout=None):
+        return self._unary("FabricService", "GetChangePlan", fs.GetChangePlanRequest(),
+                           fs.GetChangePlanResponse, timeout)
+
+    def apply_change_plan(self, revision, timeout=None):
+        return self._unary("FabricService", "ApplyChangePlan",
+                           fs.ApplyChangePlanRequest(revision=revision),
+                           fs.ApplyChangePlanResponse, timeout)
+
+    def clear_change_quarantine(self, revision, timeout=None):
+        return self._unary("FabricService", "ClearChangeQuarantine",
+                           fs.ClearChangeQuarantineRequest(revision=revision),
+                           fs.ClearChangeQuarantineResponse, timeout)
+
+    def watch_events(self, start_revision=0, types=(), subject="", replay_only=False):
+        """Yields loom.v1.Event from `start_revision` (0: new events only), resuming by
+        itself; with `replay_only` it ends after the history."""
+        req = fs.WatchEventsRequest(start_revision=start_revision, types=list(types),
+                                    subject=subject, replay_only=replay_only)
+        for resp in self._watch("FabricService", "WatchEvents", req, fs.WatchEventsResponse,
+                                lambda r: r.event.revision):
+            yield resp.event
