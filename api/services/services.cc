@@ -21,9 +21,43 @@ namespace loom::api {
 namespace v1 = loom::v1;
 using loom::controller::Controller;
 
+namespace {
+
+// "job.endpoints[2]" from "job.endpoints[2]: not in the topology"; "" when the
+// message does not start with a field path.
+std::string FieldOf(const std::string& message) {
+  const size_t colon = message.find(": ");
+  if (colon == std::string::npos || colon == 0 || colon > 200) return "";
+  for (size_t i = 0; i < colon; ++i) {
+    const char c = message[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                    c == '[' || c == ']';
+    if (!ok) return "";
+  }
+  return message.front() >= 'a' && message.front() <= 'z' ? message.substr(0, colon) : "";
+}
+
+}  // namespace
+
 grpc::Status ToGrpc(const Status& s) {
   if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message());
+  const auto code = static_cast<grpc::StatusCode>(s.code());
+  const std::string field =
+      s.code() == StatusCode::kInvalidArgument ? FieldOf(s.message()) : std::string();
+  if (field.empty()) return grpc::Status(code, s.message());
+  // The richer error model (AIP-193): a BadRequest naming the field, for clients
+  // that read google.rpc details (grpcio-status, grpc-go status.Details).
+  v1::BadRequest bad;
+  auto* v = bad.add_field_violations();
+  v->set_field(field);
+  v->set_description(s.message().substr(field.size() + 2));
+  v1::RpcStatus rpc;
+  rpc.set_code(static_cast<int>(s.code()));
+  rpc.set_message(s.message());
+  auto* any = rpc.add_details();
+  any->set_type_url("type.googleapis.com/google.rpc.BadRequest");
+  any->set_value(bad.SerializeAsString());
+  return grpc::Status(code, s.message(), rpc.SerializeAsString());
 }
 
 namespace {

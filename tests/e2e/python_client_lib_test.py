@@ -70,6 +70,12 @@ class ClientLibraryTest(unittest.TestCase):
                     loom.register_job(bad)
                 self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
                 self.assertIn("endpoints", e.exception.message)
+                # The same, as a google.rpc.BadRequest detail naming the field.
+                self.assertEqual(len(e.exception.field_violations), 1)
+                field, description = e.exception.field_violations[0]
+                self.assertTrue(e.exception.message.startswith(field + ": "), e.exception.message)
+                self.assertIn("endpoints", field)
+                self.assertTrue(description)
                 with self.assertRaises(LoomError) as e:
                     loom.get_job("nope")
                 self.assertEqual(e.exception.code, grpc.StatusCode.NOT_FOUND)

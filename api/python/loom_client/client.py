@@ -8,24 +8,28 @@ from loom.v1 import error_details_pb2, fabric_service_pb2 as fs, scheduler_servi
 
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 _ERROR_INFO_URL = "type.googleapis.com/google.rpc.ErrorInfo"
+_BAD_REQUEST_URL = "type.googleapis.com/google.rpc.BadRequest"
 
 
 class LoomError(Exception):
     """A failed loom.v1 call: `code` (grpc.StatusCode), `message` (Loom's text, naming the
     field or object), `reason` and `metadata` (from an ErrorInfo detail, when loomd sent
-    one: e.g. reason "REVISION_COMPACTED" with metadata["compacted_revision"])."""
+    one: e.g. reason "REVISION_COMPACTED" with metadata["compacted_revision"]), and
+    `field_violations`, (field, description) pairs from a BadRequest detail (every
+    INVALID_ARGUMENT that names a field)."""
 
-    def __init__(self, method, code, message, reason="", metadata=None):
+    def __init__(self, method, code, message, reason="", metadata=None, field_violations=()):
         super().__init__("%s: %s: %s" % (method, code.name, message))
         self.method = method
         self.code = code
         self.message = message
         self.reason = reason
         self.metadata = dict(metadata or {})
+        self.field_violations = list(field_violations)
 
     @classmethod
     def from_rpc_error(cls, method, err):
-        reason, metadata = "", {}
+        reason, metadata, violations = "", {}, []
         for key, value in (err.trailing_metadata() or ()):
             if key != "grpc-status-details-bin":
                 continue
@@ -34,7 +38,10 @@ class LoomError(Exception):
                 if any_detail.type_url == _ERROR_INFO_URL:
                     info = error_details_pb2.ErrorInfo.FromString(any_detail.value)
                     reason, metadata = info.reason, dict(info.metadata)
-        return cls(method, err.code(), err.details() or "", reason, metadata)
+                elif any_detail.type_url == _BAD_REQUEST_URL:
+                    bad = error_details_pb2.BadRequest.FromString(any_detail.value)
+                    violations += [(v.field, v.description) for v in bad.field_violations]
+        return cls(method, err.code(), err.details() or "", reason, metadata, violations)
 
 
 class Client:
