@@ -217,6 +217,16 @@ class LoomctlResumeTest(unittest.TestCase):
                           tenant="w", job_id="a%d" % i,
                           endpoints=["host000-gpu0", "host002-gpu1"])), s.RegisterJobResponse)
             channel.close()
+            # The watch must be following before the kill (on a loaded machine loomctl
+            # can take seconds to start; connecting after the restart would be no resume).
+            deadline = time.monotonic() + 30
+            seen = 0
+            while seen < 10 and time.monotonic() < deadline:
+                out.flush()
+                with open(out_path) as f:
+                    seen = sum(1 for line in f if line.strip())
+                time.sleep(0.05)
+            self.assertGreaterEqual(seen, 10, "loomctl watch never printed the first events")
             loomd.proc.send_signal(signal.SIGKILL)
             loomd.proc.wait()
             loomd.log.close()
