@@ -21,7 +21,11 @@ std::set<std::string> MethodsOf(const google::protobuf::ServiceDescriptor* svc,
 
 ApiServer::ApiServer(loom::controller::Controller& controller, prometheus::Registry& registry,
                      ServiceOptions options)
-    : fabric_(controller, options), scheduler_(controller, options) {
+    : fabric_(controller, options),
+      scheduler_(controller, options),
+      reflection_v1_({"loom.v1.FabricService", "loom.v1.SchedulerService", "grpc.health.v1.Health",
+                      "grpc.reflection.v1.ServerReflection",
+                      "grpc.reflection.v1alpha.ServerReflection"}) {
   std::set<std::string> known;
   const auto* pool = google::protobuf::DescriptorPool::generated_pool();
   known = MethodsOf(pool->FindServiceByName("loom.v1.FabricService"), std::move(known));
@@ -29,6 +33,7 @@ ApiServer::ApiServer(loom::controller::Controller& controller, prometheus::Regis
   known.insert("/grpc.health.v1.Health/Check");
   known.insert("/grpc.health.v1.Health/Watch");
   known.insert("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo");
+  known.insert("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo");
   metrics_ = std::make_unique<GrpcMetrics>(registry, std::move(known));
 }
 
@@ -41,6 +46,7 @@ Status ApiServer::Start(const std::string& address) {
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(&fabric_);
   builder.RegisterService(&scheduler_);
+  builder.RegisterService(&reflection_v1_);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> factories;
   factories.push_back(std::make_unique<GrpcMetricsInterceptorFactory>(metrics_.get()));
   builder.experimental().SetInterceptorCreators(std::move(factories));

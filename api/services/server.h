@@ -14,6 +14,7 @@
 #include <string>
 
 #include "api/services/metrics.h"
+#include "api/services/reflection_v1.h"
 #include "api/services/services.h"
 #include "common/status.h"
 
@@ -33,6 +34,7 @@ class ApiServer {
  private:
   FabricServiceImpl fabric_;
   SchedulerServiceImpl scheduler_;
+  ReflectionV1Service reflection_v1_;
   std::unique_ptr<GrpcMetrics> metrics_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

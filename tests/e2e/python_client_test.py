@@ -7,6 +7,7 @@ Python scheduler plugin would. Health and reflection are checked on the wire.
 """
 import argparse
 import os
+import subprocess
 import sys
 import unittest
 
@@ -184,6 +185,73 @@ class PythonClientTest(unittest.TestCase):
         self.assertTrue(answers)
         self.assertIn(b"loom.v1.SchedulerService", answers[0])
         self.assertIn(b"loom.v1.FabricService", answers[0])
+
+    def test_reflection_v1_as_a_v1_only_client_uses_it(self):
+        """grpc.reflection.v1 (generated from Debian's grpc-proto): services listed,
+        files resolved with their dependencies for services, methods and messages, the
+        health service resolvable, unknown names answered NOT_FOUND, and the same files
+        as v1alpha gives for the same symbol."""
+        import tempfile
+        from google.protobuf import descriptor_pb2
+        out = tempfile.mkdtemp(prefix="loom-refl-")
+        subprocess.check_call(["protoc", "-I", "/usr/share/grpc-proto", "--python_out", out,
+                               "grpc/reflection/v1/reflection.proto",
+                               "grpc/reflection/v1alpha/reflection.proto"])
+        import importlib.util
+
+        def load(name, path):  # not importable as grpc.*: that is grpcio's package
+            spec = importlib.util.spec_from_file_location(name, os.path.join(out, path))
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod
+        v1 = load("loom_test_reflection_v1", "grpc/reflection/v1/reflection_pb2.py")
+        v1alpha = load("loom_test_reflection_v1alpha",
+                       "grpc/reflection/v1alpha/reflection_pb2.py")
+
+        def ask(version, mod, requests):
+            call = self.channel.stream_stream(
+                "/grpc.reflection.%s.ServerReflection/ServerReflectionInfo" % version,
+                request_serializer=lambda m: m.SerializeToString(),
+                response_deserializer=mod.ServerReflectionResponse.FromString)
+            return list(call(iter(requests), timeout=10))
+
+        R = v1.ServerReflectionRequest
+        answers = ask("v1", v1, [
+            R(host="h", list_services=""),
+            R(file_containing_symbol="loom.v1.SchedulerService"),
+            R(file_containing_symbol="loom.v1.SchedulerService.RegisterJob"),
+            R(file_containing_symbol="grpc.health.v1.Health"),
+            R(file_by_filename="loom/v1/job.proto"),
+            R(file_containing_symbol="loom.v1.NoSuchThing"),
+        ])
+        self.assertEqual(len(answers), 6)
+        self.assertEqual(answers[0].valid_host, "h")
+        names = {s.name for s in answers[0].list_services_response.service}
+        self.assertLessEqual({"loom.v1.FabricService", "loom.v1.SchedulerService",
+                              "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"},
+                             names)
+
+        def files(a):
+            return [descriptor_pb2.FileDescriptorProto.FromString(b)
+                    for b in a.file_descriptor_response.file_descriptor_proto]
+        sched = files(answers[1])
+        self.assertEqual(sched[0].name, "loom/v1/scheduler_service.proto")
+        self.assertIn("SchedulerService", [s.name for s in sched[0].service])
+        # Dependencies come along (job.proto), each file once per stream: the method's
+        # answer (same file) carries nothing new.
+        self.assertIn("loom/v1/job.proto", [f.name for f in sched])
+        self.assertEqual(len(set(f.name for f in sched)), len(sched))
+        health = files(answers[3])
+        self.assertEqual(health[0].package, "grpc.health.v1")
+        self.assertIn("Health", [s.name for s in health[0].service])
+        self.assertEqual(answers[5].error_response.error_code, grpc.StatusCode.NOT_FOUND.value[0])
+        self.assertIn("loom.v1.NoSuchThing", answers[5].error_response.error_message)
+        # The same file as v1alpha serves for the symbol.
+        alpha = ask("v1alpha", v1alpha, [v1alpha.ServerReflectionRequest(
+            file_containing_symbol="loom.v1.SchedulerService")])
+        alpha_first = descriptor_pb2.FileDescriptorProto.FromString(
+            alpha[0].file_descriptor_response.file_descriptor_proto[0])
+        self.assertEqual(alpha_first, sched[0])
 
 
 def main():
