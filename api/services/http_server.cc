@@ -18,6 +18,7 @@
 
 #include "api/web/web_assets.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "controller/core/request_limits.h"
 
 namespace loom::api {
@@ -39,35 +40,9 @@ constexpr int kDefaultJobs = 200;
 constexpr int kMaxJobs = 1000;
 
 std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
+  std::string out;
+  AppendJsonString(out, s);
+  return out;
 }
 
 std::string ToJson(const google::protobuf::Message& m) {
@@ -125,7 +100,7 @@ bool NumberParam(std::string_view target, std::string_view key, uint64_t max, ui
   uint64_t n = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
   if (ec != std::errc() || p != v.data() + v.size() || n > max) {
-    *error = std::string(key) + ": \"" + v.substr(0, 32) + "\" is not a number in 0.." +
+    *error = std::string(key) + ": " + QuoteInput(v, 32) + " is not a number in 0.." +
              std::to_string(max);
     return false;
   }
@@ -416,7 +391,7 @@ void Route(const std::shared_ptr<State>& st, const std::string& target, std::str
   }
   *handler = "not_found";
   respond(Error(http::status::not_found,
-                "no such page: " + path.substr(0, 64) + " (see docs/live-view.md)"));
+                "no such page: " + QuoteInput(path) + " (see docs/live-view.md)"));
 }
 
 }  // namespace

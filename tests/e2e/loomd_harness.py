@@ -2,10 +2,20 @@
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 right now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def generate_messages(proto_dir):

@@ -3,18 +3,11 @@ directory, for end-to-end tests of Loom's scheduler integration. Nothing is inst
 changed outside the directory; the daemons are stopped by stop()."""
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from loomd_harness import free_port
 
 
 class Slurm:
