@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loomd_harness import start_process  # noqa: E402
+
+from loomd_harness import free_port  # noqa: E402
 
 ARGS = None
 
@@ -60,12 +61,6 @@ PROMQL_WORDS = {
 }
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def wait_file(path, proc, timeout=30):

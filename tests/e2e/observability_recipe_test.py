@@ -8,22 +8,17 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 import unittest
 import urllib.request
 
+from loomd_harness import free_port  # noqa: E402
+
 ARGS = None
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def get(url):
