@@ -86,7 +86,11 @@ function drawTopology(topo) {
     ((leafIndex.get(leafOf.get(x)) ?? 0) - (leafIndex.get(leafOf.get(y)) ?? 0)) ||
     naturalCompare(x, y));
   const tiers = TIERS.filter(([role]) => byRole.get(role).length > 0);
-  const width = Math.max(900, 26 * Math.max(...tiers.map(([r]) => byRole.get(r).length), 1));
+  // As wide as the widest switch tier needs (NICs pack in under their leaves as dots):
+  // a 64-leaf fabric with 512 NICs stays readable.
+  const widest = Math.max(1, ...tiers.filter(([r]) => r !== "DEVICE_ROLE_NIC")
+    .map(([r]) => byRole.get(r).length));
+  const width = Math.max(900, 26 * widest);
   const rowH = 130;
   const height = 40 + rowH * tiers.length;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
@@ -114,15 +118,23 @@ function drawTopology(topo) {
     line.addEventListener("mouseenter", () => showLink(l.id));
     linkEls.set(l.id, line);
   }
+  // Labels only where they fit (7 px per character); hover names every device.
+  const spacing = (role) => (width - 120) / Math.max(1, byRole.get(role).length);
   const small = byRole.get("DEVICE_ROLE_NIC").length > 64;
   for (const [id, p] of pos) {
     const g = el("g", { class: "node", "data-device": id, "data-sync": "none" }, nodeLayer);
+    el("title", {}, g).textContent = id;
+    const fits = spacing(p.role) >= 7 * id.length + 8;
     if (p.role === "DEVICE_ROLE_NIC") {
       el("circle", { cx: p.x, cy: p.y, r: small ? 3 : 6 }, g);
-      if (!small) el("text", { x: p.x, y: p.y + 20 }, g).textContent = id;
+      if (fits) el("text", { x: p.x, y: p.y + 20 }, g).textContent = id;
     } else {
-      el("rect", { x: p.x - 34, y: p.y - 12, width: 68, height: 24, rx: 5 }, g);
-      el("text", { x: p.x, y: p.y + 4 }, g).textContent = id;
+      const w = Math.max(8, Math.min(68, spacing(p.role) - 4));
+      el("rect", { x: p.x - w / 2, y: p.y - 12, width: w, height: 24, rx: Math.min(5, w / 4) }, g);
+      if (w >= 7 * Math.min(id.length, 10)) {
+        el("text", { x: p.x, y: p.y + 4 }, g).textContent =
+          id.length <= 10 || fits ? id : id.slice(0, 9) + "…";
+      }
     }
     g.addEventListener("mouseenter", () => showDevice(id));
     nodeEls.set(id, g);
