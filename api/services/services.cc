@@ -295,8 +295,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       std::unique_lock<std::mutex> lock(mu);
       if (finish_requested || done) return Controller::Offer::kClosed;
       if (!queue.empty() && queue_bytes + wire->size() > limit) {
-        // Full (judged by the event's size, known before encoding).
+        // Full (judged by the event's size, known before encoding). The queue
+        // must be moving for a resume to come: make sure a write is in flight.
         wants_resume = true;
+        Pump(lock);
         return Controller::Offer::kFull;
       }
       grpc::ByteBuffer bytes;
