@@ -219,18 +219,7 @@ void ServeDevices(const std::shared_ptr<State>& st, const Respond& respond) {
       [st, respond, telemetry = std::move(telemetry)](const loom::controller::Reconciler& r) {
         std::map<std::string, std::string> sync;
         for (const auto& d : r.Status()) {
-          v1::DeviceSyncStatus s;
-          s.set_driver(d.driver);
-          s.set_desired_generation(d.desired_generation);
-          s.set_applied_generation(d.applied_generation);
-          s.set_in_sync(d.in_sync);
-          s.set_consecutive_failures(d.consecutive_failures);
-          s.set_last_error(d.last_error);
-          s.set_applies(d.applies);
-          s.set_drift_repairs(d.drift_repairs);
-          s.set_shadow(d.shadow);
-          for (const auto& w : d.would_change) s.add_would_change(w);
-          sync[d.device] = ToJson(s);
+          sync[d.device] = ToJson(loom::controller::SyncStatusProto(d));
         }
         std::map<std::string, std::string> tel;
         for (const auto& d : telemetry.devices()) tel[d.id()] = ToJson(d);

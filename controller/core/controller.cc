@@ -2037,21 +2037,26 @@ void Controller::GetDeviceState(v1::GetDeviceStateRequest req,
     if (const auto* applied = reconciler_.Applied(req.device())) *resp.mutable_applied() = *applied;
     for (const auto& s : reconciler_.Status()) {
       if (s.device != req.device()) continue;
-      auto* sync = resp.mutable_sync();
-      sync->set_driver(s.driver);
-      sync->set_desired_generation(s.desired_generation);
-      sync->set_applied_generation(s.applied_generation);
-      sync->set_in_sync(s.in_sync);
-      sync->set_consecutive_failures(s.consecutive_failures);
-      sync->set_last_error(s.last_error);
-      sync->set_applies(s.applies);
-      sync->set_drift_repairs(s.drift_repairs);
-      sync->set_shadow(s.shadow);
-      for (const auto& part : s.would_change) sync->add_would_change(part);
+      *resp.mutable_sync() = SyncStatusProto(s);
       resp.mutable_desired()->set_generation(s.desired_generation);
     }
     done(Status::Ok(), std::move(resp));
   });
+}
+
+v1::DeviceSyncStatus SyncStatusProto(const DeviceSync& d) {
+  v1::DeviceSyncStatus s;
+  s.set_driver(d.driver);
+  s.set_desired_generation(d.desired_generation);
+  s.set_applied_generation(d.applied_generation);
+  s.set_in_sync(d.in_sync);
+  s.set_consecutive_failures(d.consecutive_failures);
+  s.set_last_error(d.last_error);
+  s.set_applies(d.applies);
+  s.set_drift_repairs(d.drift_repairs);
+  s.set_shadow(d.shadow);
+  for (const auto& part : d.would_change) s.add_would_change(part);
+  return s;
 }
 
 }  // namespace loom::controller

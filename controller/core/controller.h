@@ -141,6 +141,10 @@ struct PolicyInstallResult {
   int jobs_moved = 0;
 };
 
+// A reconciler's view of one device as the API reports it (GetDeviceState, the
+// live view's device list).
+loom::v1::DeviceSyncStatus SyncStatusProto(const DeviceSync& d);
+
 class Controller {
  public:
   template <typename T>
