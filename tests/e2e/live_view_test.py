@@ -105,8 +105,14 @@ class LiveViewTest(unittest.TestCase):
             self.assertEqual(len(topo["topology"]["links"]), len(json.load(f)["links"]))
         links = json.loads(self.request("GET", "/api/v1/links")[2])["links"]
         self.assertIn(FAILED_LINK, [l["link"]["id"] for l in links])
-        devices = json.loads(self.request("GET", "/api/v1/devices")[2])["devices"]
-        synced = [d for d in devices if d.get("sync", {}).get("driver")]
+        # The reconciler knows a switch from the first desired-state push on.
+        deadline = time.monotonic() + 15
+        while True:
+            devices = json.loads(self.request("GET", "/api/v1/devices")[2])["devices"]
+            synced = [d for d in devices if d.get("sync", {}).get("driver")]
+            if synced or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         self.assertTrue(synced, devices)  # the emulator's switches are programmed
         events = json.loads(self.request("GET", "/api/v1/events?limit=5")[2])
         self.assertLessEqual(len(events["events"]), 5)
