@@ -1915,20 +1915,6 @@ void Controller::Tick() {
       }
     }
     RunDeferredOverloadRecompute();
-    // Level-triggered safety net for lagging watchers: ResumeWatch is the edge that
-    // restarts a catch-up; should one be lost, a watcher with room would wait
-    // forever (seen under load in watch_resume's slow-watcher test, cause not yet
-    // found). Offering again is harmless: a watcher still full answers kFull. Once
-    // a second: each costs a lookup (a store page read for a watcher far behind).
-    if (const auto now = std::chrono::steady_clock::now(); now >= next_watch_repoll_) {
-      next_watch_repoll_ = now + std::chrono::seconds(1);
-      for (auto& [id, sub] : subscribers_) {
-        if (sub.lagging && !sub.fill_posted && !sub.unbounded) {
-          sub.fill_posted = true;
-          Post([this, id = id]() { Fill(id); });
-        }
-      }
-    }
     PushDesired();
     ReleaseToReconciler(gate_.Tick());
     reconciler_.Tick();

@@ -480,7 +480,6 @@ class Controller {
     Done<loom::v1::RegisterJobResponse> done;
   };
   static constexpr size_t kMaxRegistrationBatch = 256;
-  std::chrono::steady_clock::time_point next_watch_repoll_{};
   // How long a due desired-state push waits while registrations are queued.
   static constexpr std::chrono::milliseconds kMaxPushDeferral{1000};
   std::mutex registrations_mu_;

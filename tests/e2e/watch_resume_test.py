@@ -96,33 +96,75 @@ class WatchResumeTest(unittest.TestCase):
         idle = self.watch_events(f.WatchEventsRequest(start_revision=1))
         seen = []
         stream = self.watch_events(f.WatchEventsRequest(start_revision=1), timeout=300)
+        state = {"progress": time.monotonic(), "stop": False, "target": None}
 
         def write():
-            for i in range(150):
-                self.register("w-%d" % i)
-                if i % 3 == 0:
-                    self.release("w-%d" % i)
+            try:
+                for i in range(150):
+                    self.register("w-%d" % i)
+                    if i % 3 == 0:
+                        self.release("w-%d" % i)
+            finally:
+                # The watcher may already have read the last write's event by
+                # now: it is not waited for by reading on, but here, and the
+                # stream is ended once it has it (or after two minutes).
+                state["target"] = self.current_revision()
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline and not (seen and
+                                                           seen[-1] >= state["target"]):
+                    time.sleep(0.05)
+                stream.cancel()
         writer = threading.Thread(target=write)
         caught_up = self.current_revision()
-        target = None
-        for resp in stream:
-            seen.append(resp.event.revision)
-            if seen[-1] == caught_up:
-                writer.start()  # the replay is done: the watcher is live
-            elif seen[-1] == caught_up + 20:
-                # Stops reading for a while: the live feed fills its buffer
-                # and the watcher falls back to catching up from the history.
-                while writer.is_alive() and self.loomd.metric("loom_watch_catchups_total") == 0:
-                    time.sleep(0.05)
-            elif len(seen) < 150:
-                time.sleep(0.005)  # slower than the writer
-            if target is None and writer.ident and not writer.is_alive():
-                target = self.current_revision()
-            if target is not None and seen[-1] >= target:
-                break
-        writer.join()
+
+        def stall_report():
+            # A stream that stops moving for 30 s: say where everything stands
+            # (the test would otherwise sit silent until ctest's timeout).
+            while not state["stop"]:
+                time.sleep(1)
+                if time.monotonic() - state["progress"] < 30:
+                    continue
+                state["progress"] = time.monotonic()
+                report = {
+                    "last_seen": seen[-1] if seen else None, "caught_up": caught_up,
+                    "target": state["target"], "writer_alive": writer.is_alive(),
+                    "writer_started": writer.ident is not None,
+                    "current_revision": self.current_revision(),
+                }
+                for m in ("loom_watch_catchups_total", "loom_watchers",
+                          "loom_watch_cuts_total"):
+                    report[m] = self.loomd.metric(m)
+                sys.stderr.write("slow-watcher stream stalled: %s\n" % json.dumps(report))
+                sys.stderr.flush()
+        threading.Thread(target=stall_report, daemon=True).start()
+        paused = False
+        try:
+            for resp in stream:
+                state["progress"] = time.monotonic()
+                seen.append(resp.event.revision)
+                if seen[-1] >= caught_up and writer.ident is None:
+                    writer.start()  # the replay is done: the watcher is live
+                elif seen[-1] >= caught_up + 20 and not paused:
+                    # Stops reading for a while: the live feed fills its buffer
+                    # and the watcher falls back to catching up from the history.
+                    paused = True
+                    while (writer.is_alive() and
+                           self.loomd.metric("loom_watch_catchups_total") == 0):
+                        time.sleep(0.05)
+                elif len(seen) < 150:
+                    time.sleep(0.005)  # slower than the writer
+                if state["target"] is not None and seen[-1] >= state["target"]:
+                    break
+        except grpc.RpcError as e:
+            # The writer ends the stream once the watcher has everything.
+            self.assertEqual(e.code(), grpc.StatusCode.CANCELLED, e.details())
+        state["stop"] = True
+        if writer.ident is not None:
+            writer.join()
         stream.cancel()
         idle.cancel()
+        self.assertIsNotNone(state["target"])
+        self.assertGreaterEqual(seen[-1], state["target"], "the watcher never caught up")
         self.assertEqual(seen, list(range(1, seen[-1] + 1)))
         self.assertGreaterEqual(seen[-1], 1 + 40 + 150 + 50)
         self.assertGreater(self.loomd.metric("loom_watch_catchups_total"), 0)
