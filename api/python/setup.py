@@ -41,4 +41,9 @@ setup(
     packages=["loom_client", "loom", "loom.v1"],
     python_requires=">=3.9",
     install_requires=["grpcio", "protobuf"],
+    # Slurm's PrologSlurmctld / EpilogSlurmctld (docs/slurm.md).
+    entry_points={"console_scripts": [
+        "loom-slurm-prolog=loom_client.slurm:prolog_main",
+        "loom-slurm-epilog=loom_client.slurm:epilog_main",
+    ]},
 )

@@ -1,0 +1,269 @@
+#!/usr/bin/python3
+"""Slurm's PrologSlurmctld / EpilogSlurmctld hooks (issue 20 item 2) end to end, with real
+Slurm from Debian: slurmctld and one slurmd per node, each node in a network namespace of its
+own with two GPUs as GRES on dummy device files (tests/e2e/slurm_harness.py), munge, and a
+real loomd. The hooks are the `loom-slurm-prolog` / `loom-slurm-epilog` programs that
+`pip install ./api/python` installs (into a venv made here), run by slurmctld through
+wrappers that point them at their configuration, as docs/slurm.md tells operators.
+
+- sbatch -> the prolog registers the job with Loom: its nodes' allocated GPUs (the GRES
+  indices Slurm chose) as endpoints, the tenant from the partition, QP ranges and traffic
+  class from the configuration; Loom assigns it paths; scancel -> the epilog releases it;
+- a job that completes is registered and released (Loom's event log);
+- Loom down, fail-open: the job runs, the hook says so in its log;
+- Loom down, fail-closed: the job never runs; Slurm requeues it, and after `max_requeues`
+  restarts the prolog holds it (no endless requeue loop).
+
+Run as `slurm_hooks_test.py --loomd ... --source-dir ...`.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from loomd_harness import Loomd, free_port  # noqa: E402
+from slurm_harness import Slurm  # noqa: E402
+
+ARGS = None
+NODES = ["host000", "host002"]
+DIAGNOSE = []  # callables whose text a timeout reports
+
+
+def wait_for(what, cond, timeout=60, interval=0.3):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what + "".join(
+                "\n" + d() for d in DIAGNOSE))
+        time.sleep(interval)
+
+
+class SlurmHooksTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        from loom_client import Client
+        cls.loomd = Loomd(ARGS.loomd, os.path.join(ARGS.source_dir, "deploy", "examples",
+                                                   "topology-small.json"))
+        cls.loom = Client(cls.loomd.grpc_address, timeout=10)
+        cls.dir = tempfile.mkdtemp(prefix="loom-slurm-hooks-")
+        os.chmod(cls.dir, 0o755)
+        cls.config = os.path.join(cls.dir, "slurm-hooks.json")
+        cls.hook_log = os.path.join(cls.dir, "hooks.log")
+        bindir = os.path.dirname(sys.executable)
+        wrappers = {}
+        for hook in ("prolog", "epilog"):
+            path = os.path.join(cls.dir, "loom-%s.sh" % hook)
+            with open(path, "w") as f:
+                f.write("#!/bin/sh\nLOOM_SLURM_CONFIG=%s exec %s\n" %
+                        (cls.config, os.path.join(bindir, "loom-slurm-" + hook)))
+            os.chmod(path, 0o755)
+            wrappers[hook] = path
+        cls.slurm = Slurm(NODES, compute=True, gpus=2, extra_conf=(
+            "PrologSlurmctld=%s\nEpilogSlurmctld=%s\n" % (wrappers["prolog"],
+                                                         wrappers["epilog"])))
+        cls.write_config()
+        DIAGNOSE.append(lambda: "--- hook log (tail):\n" + cls.hook_log_text(cls)[-3000:])
+        DIAGNOSE.append(lambda: "--- slurmctld log (tail):\n" + cls.slurm.read_log()[-2000:])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.slurm.stop()
+        cls.loom.close()
+        cls.loomd.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    @classmethod
+    def write_config(cls, **overrides):
+        cfg = {"loom": cls.loomd.grpc_address, "timeout_s": 5, "retries": 1,
+               "tenant_from": "partition", "qp_ranges": [[100, 163]], "traffic_class": 3,
+               "slurm_conf": cls.slurm.conf, "log_file": cls.hook_log,
+               "labels": {"scheduler": "slurm"}}
+        cfg.update(overrides)
+        with open(cls.config, "w") as f:
+            json.dump(cfg, f)
+
+    def setUp(self):
+        self.write_config()
+
+    def sbatch(self, *args):
+        out = self.slurm.run(["sbatch", "--parsable", "-o",
+                              os.path.join(self.dir, "out.%j")] + list(args)).stdout
+        return out.strip().split(";")[0]
+
+    def job_fields(self, job_id):
+        out = self.slurm.run(["scontrol", "show", "job", "-d", job_id], check=False).stdout
+        return out, dict(re.findall(r"(\w+)=(\S*)", out))
+
+    def loom_job(self, job_id):
+        from loom_client import LoomError
+        try:
+            return self.loom.get_job(job_id).job
+        except LoomError as e:
+            if e.code.name == "NOT_FOUND":
+                return None
+            raise
+
+    def hook_log_text(self):
+        try:
+            with open(self.hook_log) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def test_sbatch_registers_the_job_and_scancel_releases_it(self):
+        from loom.v1 import job_pb2
+        # The prolog returns once Loom has assigned paths (this loomd programs no switch:
+        # "programmed" would wait for nothing more).
+        self.write_config(wait="assigned", failure_mode="closed")
+        # A first job holds GPU 0 of both nodes: the job under test gets GPU 1 there.
+        blocker = self.sbatch("-N2", "--gres=gpu:1", "--wrap", "sleep 120")
+        wait_for("the first job to run",
+                 lambda: self.job_fields(blocker)[1].get("JobState") == "RUNNING")
+        sid = self.sbatch("-N2", "--gres=gpu:1", "--wrap", "sleep 120")
+        lid = "slurm-loomtest-" + sid
+        job = wait_for("Loom to have paths for " + lid,
+                       lambda: (lambda j: j if j and j.status.state ==
+                                job_pb2.JOB_STATE_ASSIGNED else None)(self.loom_job(lid)))
+        # Endpoints: per node, the GPU index Slurm allocated there.
+        text, _ = self.job_fields(sid)
+        expected = []
+        for nodes, idx in re.findall(r"Nodes=(\S+) .*?GRES=gpu:\d+\(IDX:(\d+)\)", text):
+            for node in self.slurm.run(["scontrol", "show", "hostnames", nodes]).stdout.split():
+                expected.append("%s-gpu%s" % (node, idx))
+        self.assertEqual(sorted(expected), ["host000-gpu1", "host002-gpu1"], text)
+        self.assertEqual(sorted(job.endpoints), sorted(expected))
+        self.assertEqual(job.tenant, "all")  # the partition
+        self.assertEqual([(r.first, r.last) for r in job.qp_ranges], [(100, 163)])
+        self.assertEqual(job.traffic_class, 3)
+        self.assertEqual(job.labels["slurm.job_id"], sid)
+        self.assertEqual(job.labels["scheduler"], "slurm")
+        self.assertGreater(len(job.status.assignment.routes), 0)
+        wait_for("the job to run",
+                 lambda: self.job_fields(sid)[1].get("JobState") == "RUNNING")
+        log = [line for line in self.hook_log_text().splitlines()
+               if "prolog job=%s:" % sid in line]
+        self.assertTrue(any("registered " + lid in line for line in log), log)
+        self.assertFalse([line for line in log if " error " in line], log)
+        self.slurm.run(["scancel", sid, blocker])
+        wait_for("the epilog to release " + lid, lambda: self.loom_job(lid) is None)
+        self.assertIn("released " + lid, self.hook_log_text())
+
+    def test_a_completed_job_is_registered_then_released(self):
+        from loom.v1 import event_pb2
+        start = self.loom.list_jobs().revision + 1
+        sid = self.sbatch("-N1", "--gres=gpu:2", "--wrap", "true")
+        lid = "slurm-loomtest-" + sid
+        wait_for("the job to finish", lambda: self.job_fields(sid)[1].get("JobState") in
+                 ("COMPLETED", None) and "released " + lid in self.hook_log_text())
+        events = [ev for ev in self.loom.watch_events(start_revision=start, replay_only=True)
+                  if ev.subject == lid]
+        types = [ev.type for ev in events]
+        self.assertIn(event_pb2.EVENT_TYPE_JOB_REGISTERED, types)
+        self.assertIn(event_pb2.EVENT_TYPE_JOB_RELEASED, types)
+        self.assertLess(types.index(event_pb2.EVENT_TYPE_JOB_REGISTERED),
+                        types.index(event_pb2.EVENT_TYPE_JOB_RELEASED))
+        self.assertIsNone(self.loom_job(lid))
+
+    def test_loom_down_fail_open_lets_the_job_run(self):
+        self.write_config(loom="127.0.0.1:%d" % free_port(), failure_mode="open")
+        sid = self.sbatch("-N1", "--gres=gpu:1", "--wrap", "echo ran")
+        out = os.path.join(self.dir, "out." + sid)
+        def ran():
+            try:
+                with open(out) as f:
+                    return "ran" in f.read()
+            except OSError:
+                return False
+        wait_for("the job to run", ran)
+        log = self.hook_log_text()
+        self.assertRegex(log, r"prolog job=%s: .*UNAVAILABLE" % sid)
+        self.assertIn("loom-slurm-prolog job=%s: fail-open" % sid, log)
+
+    def test_loom_down_fail_closed_requeues_then_holds(self):
+        self.write_config(loom="127.0.0.1:%d" % free_port(), failure_mode="closed",
+                          max_requeues=1)
+        sid = self.sbatch("-N1", "--gres=gpu:1", "--wrap", "echo ran")
+
+        # First failure: Slurm requeues the job (eligible again in 2 minutes: Slurm's
+        # requeue delay, cut short here with StartTime=now).
+        def requeued():
+            _, f = self.job_fields(sid)
+            return f if f.get("JobState") == "PENDING" and f.get("Restarts") == "1" else None
+        wait_for("Slurm to requeue the job", requeued, timeout=60)
+        self.assertIn("Slurm requeues it (restart 0 of 1)", self.hook_log_text())
+        self.slurm.run(["scontrol", "update", "jobid=" + sid, "StartTime=now"])
+
+        def held():
+            _, f = self.job_fields(sid)
+            return f if (f.get("JobState") == "PENDING" and
+                         f.get("Reason", "").startswith("JobHeld")) else None
+        fields = wait_for("Slurm to hold the job", held, timeout=60)
+        self.assertEqual(fields.get("JobState"), "PENDING")
+        self.assertEqual(fields.get("Restarts"), "2")
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "out." + sid)),
+                         "a fail-closed job ran without Loom")
+        self.assertIn("held; release it with `scontrol release %s`" % sid, self.hook_log_text())
+        self.slurm.run(["scancel", sid])
+
+    def test_bad_configuration_is_named(self):
+        from loom_client import slurm
+        self.write_config(failure_mode="sometimes")
+        with self.assertRaises(slurm.HookError) as cm:
+            slurm.load_config(self.config)
+        self.assertIn("failure_mode", str(cm.exception))
+        self.assertIn("sometimes", str(cm.exception))
+        env = {"SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "host000"}
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):  # a config it cannot read has no log file
+            rc = slurm.prolog(env=dict(env, LOOM_SLURM_CONFIG=self.config))
+        self.assertEqual(rc, slurm.EXIT_CONFIG)
+        self.assertIn("failure_mode: 'sometimes' is not one of open, closed", err.getvalue())
+
+
+def build_venv():
+    """A venv with the library pip-installed from a copy of the checkout's api/."""
+    work = tempfile.mkdtemp(prefix="loom-slurm-venv-")
+    os.chmod(work, 0o755)
+    shutil.copytree(os.path.join(ARGS.source_dir, "api", "python"),
+                    os.path.join(work, "api", "python"),
+                    ignore=shutil.ignore_patterns("loom", "build", "*.egg-info"))
+    shutil.copytree(os.path.join(ARGS.source_dir, "api", "proto"),
+                    os.path.join(work, "api", "proto"))
+    venv = os.path.join(work, "venv")
+    subprocess.check_call(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv])
+    subprocess.check_call([os.path.join(venv, "bin", "pip"), "install", "--no-index",
+                           "--no-build-isolation", "--quiet",
+                           os.path.join(work, "api", "python")], cwd=work)
+    return work, os.path.join(venv, "bin", "python")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--loomd", required=True)
+    p.add_argument("--source-dir", required=True)
+    p.add_argument("--inside", action="store_true")
+    ARGS, rest = p.parse_known_args()
+    ARGS.loomd = os.path.abspath(ARGS.loomd)
+    ARGS.source_dir = os.path.abspath(ARGS.source_dir)
+    if not ARGS.inside:
+        work, python = build_venv()
+        try:
+            rc = subprocess.call([python, os.path.abspath(__file__), "--inside", "--loomd",
+                                  ARGS.loomd, "--source-dir", ARGS.source_dir] + rest, cwd=work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        sys.exit(rc)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
