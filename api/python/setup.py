@@ -45,5 +45,6 @@ setup(
     entry_points={"console_scripts": [
         "loom-slurm-prolog=loom_client.slurm:prolog_main",
         "loom-slurm-epilog=loom_client.slurm:epilog_main",
+        "loom-slurm-agent=loom_client.slurm_agent:main_exit",
     ]},
 )

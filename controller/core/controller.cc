@@ -212,6 +212,7 @@ Status Controller::Start() {
     history_.push_back(MakeCached(std::move(ev)));
     history_bytes_ += history_.back().bytes;
   }
+  RestoreBlastRadius();
   for (const auto& e : state.event_index) {
     retained_.push_back(e);
     retained_bytes_ += e.second;
@@ -1694,8 +1695,11 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
   auto balance = adaptive_.Balance(*snapshot_, clock_.Now(), placement_.graph(), leaf_jobs);
   for (const auto& a : balance.events) m.events.push_back(AdaptiveToEvent(a));
   if (assess.desired_changed || balance.desired_changed) desired_dirty_ = true;
+  auto saved_blast = blast_active_;
+  CheckBlastRadius(&m.events);
   if (m.events.empty()) return;
   if (Status s = CommitAndPublish(m); !s.ok()) {
+    blast_active_ = std::move(saved_blast);
     if (placement_relevant) {
       placement_ = std::move(saved);
       oper_ = std::move(saved_oper);

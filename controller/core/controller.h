@@ -447,6 +447,20 @@ class Controller {
   // Events for signal availability changes; true when placement must be
   // recomputed (LLDP exclusions changed).
   bool CheckTelemetrySources(std::vector<v1::Event>* events);
+  // Faults the fabric cannot route around (a NIC port down, a leaf with every
+  // uplink down, a quarantined storming NIC), keyed by subject, with the nodes
+  // and jobs behind them (blast_radius.cc). A FAULT_BLAST_RADIUS event marks
+  // each start and clear; a fault clears only on fresh evidence (its link seen
+  // up), so a restart, which knows no link state yet, clears nothing.
+  struct BlastFault {
+    std::string kind;
+    std::string cause;
+    std::set<std::string> nodes;
+    std::set<std::string> jobs;
+  };
+  std::map<std::string, BlastFault> blast_active_;
+  void CheckBlastRadius(std::vector<v1::Event>* events);
+  void RestoreBlastRadius();
   Reconciler reconciler_;
   bool desired_dirty_ = true;
   // Change safety (change_control.cc).

@@ -806,5 +806,56 @@ TEST(RemediationClosedLoopTest, DedicatedIsolationHoldsAfterALinkFailure) {
   EXPECT_TRUE(loop.fabric().GetJob(0).done && loop.fabric().GetJob(1).done);
 }
 
+// ------------------------------------------------------------ blast radius
+
+// A leaf that loses every uplink cannot be routed around: Loom names the hosts behind it
+// and the jobs there (FAULT_BLAST_RADIUS, for schedulers to drain), keeps that across a
+// controller restart (no second "active", no "cleared" before telemetry shows an uplink
+// back), and clears it once one uplink is up again.
+TEST(RemediationClosedLoopTest, AnIsolatedLeafNamesItsHostsAndJobsUntilAnUplinkReturns) {
+  const auto topo = TwoLeavesFourSpines();
+  TempDir dir;
+  ClosedLoop loop(Options(dir, "isolated", 5));
+  loop.AddJob(Ring("ring", 0, 0));
+  loop.RunUntil(5 * kNsPerMs);
+  const size_t before = loop.Events().size();
+  std::vector<LinkEnds> uplinks;
+  for (int s = 0; s < 4; ++s)
+    uplinks.push_back(FindLink(topo, "leaf0", "spine" + std::to_string(s)));
+  for (const auto& l : uplinks) {
+    ASSERT_FALSE(l.id.empty());
+    ASSERT_TRUE(loop.fabric().SetLinkUp(l.id, false).ok());
+  }
+  loop.RunUntil(5 * kNsPerMs + 3 * kInterval);
+  auto radius = Find(loop.Events(before + 1), v1::EVENT_TYPE_FAULT_BLAST_RADIUS, "leaf0", "");
+  ASSERT_EQ(radius.size(), 1u);
+  const auto& attrs = radius[0].attributes();
+  EXPECT_EQ(attrs.at("state"), "active");
+  EXPECT_EQ(attrs.at("fault"), "leaf-isolated");
+  EXPECT_EQ(attrs.at("nodes"), "host000,host001");
+  EXPECT_EQ(attrs.at("jobs"), "ring");
+  EXPECT_EQ(radius[0].severity(), v1::SEVERITY_CRITICAL);
+  EXPECT_TRUE(Contains(radius[0].cause(), "all 4 uplinks of leaf0")) << radius[0].cause();
+  // Only the leaf: no NIC port went down.
+  EXPECT_EQ(Find(loop.Events(before + 1), v1::EVENT_TYPE_FAULT_BLAST_RADIUS,
+                 "host000-nic0:eth0--leaf0:Ethernet0", "")
+                .size(),
+            0u);
+
+  loop.RestartController();
+  loop.RunUntil(5 * kNsPerMs + 6 * kInterval);
+  EXPECT_EQ(Find(loop.Events(before + 1), v1::EVENT_TYPE_FAULT_BLAST_RADIUS, "leaf0", "").size(),
+            1u)
+      << "the restart repeated or cleared the fault";
+
+  ASSERT_TRUE(loop.fabric().SetLinkUp(uplinks[2].id, true).ok());
+  loop.RunUntil(5 * kNsPerMs + 9 * kInterval);
+  radius = Find(loop.Events(before + 1), v1::EVENT_TYPE_FAULT_BLAST_RADIUS, "leaf0", "");
+  ASSERT_EQ(radius.size(), 2u);
+  EXPECT_EQ(radius[1].attributes().at("state"), "cleared");
+  EXPECT_EQ(radius[1].attributes().at("nodes"), "host000,host001");
+  EXPECT_EQ(radius[1].severity(), v1::SEVERITY_INFO);
+}
+
 }  // namespace
 }  // namespace loom::testing

@@ -216,6 +216,102 @@ class SlurmHooksTest(unittest.TestCase):
         self.assertIn("held; release it with `scontrol release %s`" % sid, self.hook_log_text())
         self.slurm.run(["scancel", sid])
 
+    def test_fault_drains_the_nodes_then_resumes_only_loom_drained_ones(self):
+        """sbatch -> Loom placement -> NIC ports fail in the emulator -> loom-slurm-agent
+        drains the nodes -> the ports come back -> it resumes the node Loom drained, not
+        the one an admin re-drained meanwhile."""
+        from loom.v1 import event_pb2
+        from loom_client import Client
+        topo_path = os.path.join(ARGS.source_dir, "deploy", "examples", "topology-small.json")
+        with open(topo_path) as f:
+            topo = json.load(f)
+        nic_links = {h: next(link["id"] for link in topo["links"]
+                             if link["a"]["device"] == h + "-nic0") for h in NODES}
+        down_s, up_s = 25, 40
+        scenario = {
+            "name": "nic-port-faults", "topologyFile": topo_path,
+            "engine": {"stepNs": "2000", "seed": "3", "sampleNs": "1000000"},
+            "switchModes": [{"device": "*", "mode": "static"}], "jobs": [],
+            "faults": [{"atNs": str(t * 10**9), "kind": kind, "target": nic_links[h]}
+                       for h in NODES for t, kind in ((down_s, "link-down"),
+                                                      (up_s, "link-up"))]}
+        scenario_path = os.path.join(self.dir, "scenario-nic-faults.json")
+        with open(scenario_path, "w") as f:
+            json.dump(scenario, f)
+        loomd = Loomd(ARGS.loomd, topo_path, extra_args=["--emulate", scenario_path])
+        started = time.monotonic()
+        agent = None
+        try:
+            self.write_config(loom=loomd.grpc_address, fault_action="drain",
+                              resume_after_s=2,
+                              agent_state=os.path.join(self.dir, "agent-state.json"))
+            sid = self.sbatch("-N2", "--gres=gpu:1", "--wrap", "sleep 300")
+            lid = "slurm-loomtest-" + sid
+            loom = Client(loomd.grpc_address)
+            wait_for("the job in Loom", lambda: self.loom_job_at(loom, lid))
+            self.assertLess(time.monotonic() - started, down_s,
+                            "the job was registered after the faults began: too slow a machine")
+            agent = subprocess.Popen(
+                [os.path.join(os.path.dirname(sys.executable), "loom-slurm-agent"),
+                 "--config", self.config], stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT)
+
+            def reason(node):
+                out = self.slurm.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T|%E"]).stdout
+                return out.strip().split("|", 1)
+            wait_for("the agent to drain both nodes", lambda: all(
+                reason(n)[1].startswith("loom: NIC port down") for n in NODES), timeout=90)
+            self.assertIn("drain", reason("host000")[0])
+            # An admin takes over host002 while the fault lasts.
+            self.slurm.run(["scontrol", "update", "nodename=host002", "state=drain",
+                            "reason=admin: reseating the NIC"])
+            wait_for("the agent to resume host000", lambda: "drain" not in
+                     reason("host000")[0], timeout=90)
+            self.assertGreaterEqual(time.monotonic() - started, up_s)
+            state, why = reason("host002")
+            self.assertIn("drain", state)
+            self.assertEqual(why, "admin: reseating the NIC")
+            log = self.hook_log_text()
+            self.assertIn("drained host000 (jobs: %s)" % lid, log)
+            self.assertIn("resumed host000", log)
+            self.assertIn("node host002 stays drained: its reason is not Loom's", log)
+            # Loom's side: the blast radius named the node and the job, then cleared.
+            events = [ev for ev in loom.watch_events(start_revision=1, replay_only=True,
+                      types=[event_pb2.EVENT_TYPE_FAULT_BLAST_RADIUS])
+                      if ev.subject == nic_links["host000"]]
+            self.assertEqual([ev.attributes["state"] for ev in events], ["active", "cleared"])
+            self.assertEqual(events[0].attributes["nodes"], "host000")
+            self.assertEqual(events[0].attributes["jobs"], lid)
+            self.assertEqual(events[0].attributes["fault"], "nic-port-down")
+            sys.stderr.write("\n--- trace: Loom's events\n")
+            for ev in loom.watch_events(start_revision=1, replay_only=True):
+                if ev.subject in (lid, nic_links["host000"]):
+                    sys.stderr.write("  %d %s %s: %s -> %s\n" % (
+                        ev.revision, event_pb2.EventType.Name(ev.type), ev.subject,
+                        ev.cause, ev.result))
+            sys.stderr.write("--- trace: hooks and agent\n%s\n" % "".join(
+                "  " + line + "\n" for line in log.splitlines()
+                if "job=%s:" % sid in line or "agent" in line))
+            loom.close()
+        finally:
+            if agent:
+                agent.terminate()
+                agent.wait(timeout=10)
+            self.slurm.run(["scancel", "--full", "--signal=KILL", "-u", "root"], check=False)
+            for n in NODES:
+                self.slurm.run(["scontrol", "update", "nodename=" + n, "state=resume"],
+                               check=False)
+            loomd.stop()
+
+    def loom_job_at(self, loom, job_id):
+        from loom_client import LoomError
+        try:
+            return loom.get_job(job_id).job
+        except LoomError as e:
+            if e.code.name == "NOT_FOUND":
+                return None
+            raise
+
     def test_bad_configuration_is_named(self):
         from loom_client import slurm
         self.write_config(failure_mode="sometimes")

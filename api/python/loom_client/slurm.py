@@ -48,6 +48,10 @@ DEFAULTS = {
     "slurm_conf": "",            # SLURM_CONF for scontrol ("" -> scontrol's default)
     "scontrol": "scontrol",
     "log_file": "",              # "" -> stderr (slurmctld discards it)
+    # loom-slurm-agent (slurm_agent.py): faults Loom cannot remediate -> Slurm actions.
+    "fault_action": "report",    # "report" (log only) or "drain" (drain, then resume)
+    "resume_after_s": 60.0,      # a cleared fault must stay clear this long
+    "agent_state": "",           # the agent's position and faults ("" -> memory only)
 }
 
 # Exit codes (documented in docs/slurm.md).
@@ -78,7 +82,8 @@ def load_config(path=None):
     cfg.update(raw)
     choices = {"tenant_from": ("account", "partition", "user"), "no_gpus": ("skip", "all"),
                "failure_mode": ("open", "closed"),
-               "wait": ("accepted", "assigned", "programmed")}
+               "wait": ("accepted", "assigned", "programmed"),
+               "fault_action": ("report", "drain")}
     for key, allowed in choices.items():
         if cfg[key] not in allowed:
             raise HookError("config %s: %s: %r is not one of %s" %
@@ -95,7 +100,7 @@ def load_config(path=None):
 
 class Log:
     def __init__(self, cfg, hook, job):
-        self.prefix = "loom-slurm-%s job=%s" % (hook, job)
+        self.prefix = "loom-slurm-%s" % hook + ("" if job is None else " job=%s" % job)
         self.path = cfg.get("log_file") or ""
 
     def __call__(self, level, msg):
