@@ -4,10 +4,13 @@
 // every uplink, or a NIC Loom quarantined for storming PFC pauses. The hosts behind
 // such a fault, and the jobs with endpoints there, are what a scheduler must act on
 // (drain the nodes, requeue the jobs): a FAULT_BLAST_RADIUS event names them when the
-// fault starts and again when it clears. loom-slurm-agent (api/python) follows these
-// events and drains / resumes Slurm nodes.
+// fault starts and again when it clears. The active set is kept in the store's
+// metadata ("blast_radius") with the events that change it, so a restart neither
+// repeats nor forgets one. loom-slurm-agent (api/python) follows these events and
+// drains / resumes Slurm nodes.
 #include <algorithm>
 
+#include "common/log.h"
 #include "controller/core/controller.h"
 
 namespace loom::controller {
@@ -22,9 +25,37 @@ std::string Join(const std::set<std::string>& items) {
   return out;
 }
 
+std::set<std::string> Split(const std::string& list, char sep) {
+  std::set<std::string> out;
+  for (size_t pos = 0; pos < list.size();) {
+    size_t end = list.find(sep, pos);
+    if (end == std::string::npos) end = list.size();
+    if (end > pos) out.insert(list.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
+// One line per fault: subject, kind, cause, nodes, jobs, tab-separated (ids and our own
+// causes hold no tabs or newlines; any that slipped in are replaced).
+std::string Clean(std::string s) {
+  std::replace(s.begin(), s.end(), '\t', ' ');
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
 }  // namespace
 
-void Controller::CheckBlastRadius(std::vector<v1::Event>* events) {
+std::string Controller::SerializeBlastRadius() const {
+  std::string out;
+  for (const auto& [subject, f] : blast_active_) {
+    out += Clean(subject) + "\t" + Clean(f.kind) + "\t" + Clean(f.cause) + "\t" + Join(f.nodes) +
+           "\t" + Join(f.jobs) + "\n";
+  }
+  return out;
+}
+
+void Controller::CheckBlastRadius(std::vector<v1::Event>* events, Mutation* m) {
   const v1::Topology& t = topo_->topology();
   auto oper = [&](const std::string& link) {
     auto it = oper_.find(link);
@@ -43,25 +74,35 @@ void Controller::CheckBlastRadius(std::vector<v1::Event>* events) {
   std::set<std::string> clear;
   std::map<std::string, std::vector<const v1::Link*>> uplinks;  // leaf -> its uplinks
   std::map<std::string, std::set<std::string>> leaf_hosts;
+  const std::set<std::string> down = DownLinks();
   for (const auto& link : t.links()) {
-    const auto ra = role(link.a().device()), rb = role(link.b().device());
-    if (ra == v1::DEVICE_ROLE_NIC && rb == v1::DEVICE_ROLE_LEAF) {
-      leaf_hosts[link.b().device()].insert(host_of(link.a().device()));
-      const auto st = oper(link.id());
-      if (st == v1::LINK_OPER_STATE_DOWN) {
-        BlastFault& f = now[link.id()];
-        f.kind = "nic-port-down";
-        f.cause = "NIC port down: " + link.a().device() + " lost its link to " + link.b().device();
-        f.nodes.insert(host_of(link.a().device()));
-      } else if (st == v1::LINK_OPER_STATE_UP) {
-        clear.insert(link.id());
-      }
-    } else if (ra == v1::DEVICE_ROLE_LEAF &&
-               (rb == v1::DEVICE_ROLE_SPINE || rb == v1::DEVICE_ROLE_SUPER_SPINE)) {
-      uplinks[link.a().device()].push_back(&link);
+    // Either end may be listed first (the topology accepts both orders).
+    std::string lower = link.a().device(), upper = link.b().device();
+    auto rl = role(lower), ru = role(upper);
+    if (rl > ru) {
+      std::swap(lower, upper);
+      std::swap(rl, ru);
+    }
+    if (rl == v1::DEVICE_ROLE_LEAF &&
+        (ru == v1::DEVICE_ROLE_SPINE || ru == v1::DEVICE_ROLE_SUPER_SPINE)) {
+      uplinks[lower].push_back(&link);
+      continue;
+    }
+    // DeviceRole orders LEAF (1) < SPINE < SUPER_SPINE < HOST < NIC (5).
+    if (!(rl == v1::DEVICE_ROLE_LEAF && ru == v1::DEVICE_ROLE_NIC)) continue;
+    const std::string& leaf = lower;
+    const std::string& nic = upper;
+    leaf_hosts[leaf].insert(host_of(nic));
+    const auto st = oper(link.id());
+    if (st == v1::LINK_OPER_STATE_DOWN) {
+      BlastFault& f = now[link.id()];
+      f.kind = "nic-port-down";
+      f.cause = "NIC port down: " + nic + " lost its link to " + leaf;
+      f.nodes.insert(host_of(nic));
+    } else if (st == v1::LINK_OPER_STATE_UP) {
+      clear.insert(link.id());
     }
   }
-  const std::set<std::string> down = DownLinks();
   for (const auto& [leaf, ups] : uplinks) {
     const bool isolated = std::all_of(ups.begin(), ups.end(),
                                       [&](const v1::Link* l) { return down.count(l->id()) > 0; });
@@ -102,64 +143,70 @@ void Controller::CheckBlastRadius(std::vector<v1::Event>* events) {
     attrs["jobs"] = Join(f.jobs);
     events->push_back(std::move(ev));
   };
+  // The jobs on each host, built once and only when a fault is new (this runs on every
+  // telemetry snapshot; a leaf losing power starts dozens of faults at once).
+  std::map<std::string, std::set<std::string>> host_jobs;
+  bool host_jobs_built = false;
+  bool changed = false;
   for (auto& [subject, f] : now) {
     auto it = blast_active_.find(subject);
     if (it != blast_active_.end() && it->second.kind == f.kind && it->second.nodes == f.nodes) {
       continue;  // known (the jobs on it may change: the event named those at its start)
     }
-    // The jobs with an endpoint on an affected host (only for a new fault: this runs
-    // on every telemetry snapshot).
-    for (const auto& [id, job] : jobs_) {
-      for (const auto& ep : job.endpoints()) {
-        const std::string nic = topo_->EndpointNic(ep);
-        if (!nic.empty() && f.nodes.count(host_of(nic))) {
-          f.jobs.insert(id);
-          break;
+    if (!host_jobs_built) {
+      host_jobs_built = true;
+      for (const auto& [id, job] : jobs_) {
+        for (const auto& ep : job.endpoints()) {
+          const std::string nic = topo_->EndpointNic(ep);
+          if (!nic.empty()) host_jobs[host_of(nic)].insert(id);
         }
+      }
+    }
+    for (const auto& node : f.nodes) {
+      if (auto h = host_jobs.find(node); h != host_jobs.end()) {
+        f.jobs.insert(h->second.begin(), h->second.end());
       }
     }
     event(subject, f, true);
     blast_active_[subject] = f;
+    changed = true;
   }
   for (auto it = blast_active_.begin(); it != blast_active_.end();) {
     if (!now.count(it->first) && clear.count(it->first)) {
       event(it->first, it->second, false);
       it = blast_active_.erase(it);
+      changed = true;
     } else {
       ++it;
     }
   }
+  if (changed) m->put_meta["blast_radius"] = SerializeBlastRadius();
 }
 
-void Controller::RestoreBlastRadius() {
-  // The faults active at the last stop, from the event history in memory: they clear
-  // once telemetry shows them over (a scheduler's drain is not left behind forever).
-  for (const auto& c : history_) {
-    const v1::Event& ev = c.ev;
-    if (ev.type() != v1::EVENT_TYPE_FAULT_BLAST_RADIUS) continue;
-    auto state = ev.attributes().find("state");
-    if (state != ev.attributes().end() && state->second == "active") {
-      BlastFault f;
-      auto get = [&](const char* key) {
-        auto it = ev.attributes().find(key);
-        return it == ev.attributes().end() ? std::string() : it->second;
-      };
-      f.kind = get("fault");
-      f.cause = ev.cause();
-      for (const auto* key : {"nodes", "jobs"}) {
-        std::string list = get(key);
-        auto& out = std::string(key) == "nodes" ? f.nodes : f.jobs;
-        for (size_t pos = 0; pos < list.size();) {
-          size_t comma = list.find(',', pos);
-          if (comma == std::string::npos) comma = list.size();
-          if (comma > pos) out.insert(list.substr(pos, comma - pos));
-          pos = comma + 1;
-        }
-      }
-      blast_active_[ev.subject()] = std::move(f);
-    } else {
-      blast_active_.erase(ev.subject());
+void Controller::RestoreBlastRadius(const StoredState& state) {
+  // The faults active at the last stop: they clear once telemetry shows them over (a
+  // scheduler's drain is not left behind forever). A quarantine is not kept across a
+  // restart (adaptive state is not persisted), so its fault clears at the first snapshot.
+  auto it = state.meta.find("blast_radius");
+  if (it == state.meta.end()) return;
+  for (const auto& line : Split(it->second, '\n')) {
+    std::vector<std::string> fields;
+    for (size_t pos = 0;;) {
+      size_t tab = line.find('\t', pos);
+      fields.push_back(line.substr(pos, tab == std::string::npos ? tab : tab - pos));
+      if (tab == std::string::npos) break;
+      pos = tab + 1;
     }
+    if (fields.size() != 5 || fields[0].empty()) {
+      LOG_WARN("ignoring a malformed blast-radius record in the store").With("record", line);
+      continue;
+    }
+    BlastFault f;
+    f.kind = fields[1];
+    f.cause = fields[2];
+    f.nodes = Split(fields[3], ',');
+    f.jobs = Split(fields[4], ',');
+    blast_active_[fields[0]] = std::move(f);
   }
 }
 

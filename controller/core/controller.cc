@@ -212,7 +212,7 @@ Status Controller::Start() {
     history_.push_back(MakeCached(std::move(ev)));
     history_bytes_ += history_.back().bytes;
   }
-  RestoreBlastRadius();
+  RestoreBlastRadius(state);
   for (const auto& e : state.event_index) {
     retained_.push_back(e);
     retained_bytes_ += e.second;
@@ -1696,7 +1696,7 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
   for (const auto& a : balance.events) m.events.push_back(AdaptiveToEvent(a));
   if (assess.desired_changed || balance.desired_changed) desired_dirty_ = true;
   auto saved_blast = blast_active_;
-  CheckBlastRadius(&m.events);
+  CheckBlastRadius(&m.events, &m);
   if (m.events.empty()) return;
   if (Status s = CommitAndPublish(m); !s.ok()) {
     blast_active_ = std::move(saved_blast);

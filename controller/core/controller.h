@@ -451,7 +451,8 @@ class Controller {
   // uplink down, a quarantined storming NIC), keyed by subject, with the nodes
   // and jobs behind them (blast_radius.cc). A FAULT_BLAST_RADIUS event marks
   // each start and clear; a fault clears only on fresh evidence (its link seen
-  // up), so a restart, which knows no link state yet, clears nothing.
+  // up), so a restart, which knows no link state yet, clears nothing. The set
+  // is kept in the store's metadata, written with the events that change it.
   struct BlastFault {
     std::string kind;
     std::string cause;
@@ -459,8 +460,9 @@ class Controller {
     std::set<std::string> jobs;
   };
   std::map<std::string, BlastFault> blast_active_;
-  void CheckBlastRadius(std::vector<v1::Event>* events);
-  void RestoreBlastRadius();
+  void CheckBlastRadius(std::vector<v1::Event>* events, Mutation* m);
+  void RestoreBlastRadius(const StoredState& state);
+  std::string SerializeBlastRadius() const;
   Reconciler reconciler_;
   bool desired_dirty_ = true;
   // Change safety (change_control.cc).

@@ -129,9 +129,38 @@ class Slurm:
                 raise RuntimeError("nodes never became %s: %s" % (state, states))
             time.sleep(0.3)
 
+    @staticmethod
+    def _remove_stale_networks():
+        """Namespaces and bridges left by a run that was killed (its pid is gone)."""
+        def alive(pid):
+            try:
+                os.kill(int(pid), 0)
+                return True
+            except (OSError, ValueError):
+                return False
+        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            name = line.split()[0] if line.split() else ""
+            parts = name.split("-")
+            if name.startswith("loom-slurm-") and len(parts) == 4 and not alive(parts[2]):
+                for pid in subprocess.run(["ip", "netns", "pids", name], capture_output=True,
+                                          text=True).stdout.split():
+                    try:
+                        os.kill(int(pid), 9)
+                    except (OSError, ValueError):
+                        pass
+                subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        out = subprocess.run(["ip", "-o", "link", "show", "type", "bridge"],
+                             capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            name = line.split(":")[1].strip() if line.count(":") >= 2 else ""
+            if name.startswith("lsbr") and name[4:].isdigit() and not alive(name[4:]):
+                subprocess.run(["ip", "link", "del", name], capture_output=True)
+
     def _make_network(self, nodes):
         """A bridge with slurmctld's address and one namespace per node behind a veth."""
-        tag = "%x" % (os.getpid() & 0xffff)
+        self._remove_stale_networks()
+        tag = str(os.getpid())
         net = 100 + os.getpid() % 100  # 198.19.100-199.0/24: not used by other tests
         self.bridge = "lsbr" + tag
         sh = lambda *a: subprocess.run(a, check=True, capture_output=True)  # noqa: E731

@@ -95,6 +95,9 @@ class SlurmHooksTest(unittest.TestCase):
 
     def setUp(self):
         self.write_config()
+        # Each test starts with the nodes free (a previous test's job may still be ending).
+        wait_for("the previous tests' jobs to end",
+                 lambda: not self.slurm.run(["squeue", "-h"]).stdout.strip(), timeout=60)
 
     def sbatch(self, *args):
         out = self.slurm.run(["sbatch", "--parsable", "-o",
@@ -227,7 +230,7 @@ class SlurmHooksTest(unittest.TestCase):
             topo = json.load(f)
         nic_links = {h: next(link["id"] for link in topo["links"]
                              if link["a"]["device"] == h + "-nic0") for h in NODES}
-        down_s, up_s = 25, 40
+        down_s, up_s = 45, 60
         scenario = {
             "name": "nic-port-faults", "topologyFile": topo_path,
             "engine": {"stepNs": "2000", "seed": "3", "sampleNs": "1000000"},
@@ -272,7 +275,9 @@ class SlurmHooksTest(unittest.TestCase):
             self.assertIn("drain", state)
             self.assertEqual(why, "admin: reseating the NIC")
             log = self.hook_log_text()
-            self.assertIn("drained host000 (jobs: %s)" % lid, log)
+            self.assertRegex(log, r"fault %s \(event \d+\): NIC port down.*jobs %s" %
+                             (re.escape(nic_links["host000"]), lid))
+            self.assertIn("drained host000: loom: NIC port down", log)
             self.assertIn("resumed host000", log)
             self.assertIn("node host002 stays drained: its reason is not Loom's", log)
             # Loom's side: the blast radius named the node and the job, then cleared.
@@ -283,6 +288,22 @@ class SlurmHooksTest(unittest.TestCase):
             self.assertEqual(events[0].attributes["nodes"], "host000")
             self.assertEqual(events[0].attributes["jobs"], lid)
             self.assertEqual(events[0].attributes["fault"], "nic-port-down")
+            # A fresh agent (no state file) replays the whole log: both faults are over,
+            # so it drains nothing (host002 stays as the admin left it).
+            agent.terminate()
+            agent.wait(timeout=10)
+            agent = None
+            mark = len(self.hook_log_text())
+            self.write_config(loom=loomd.grpc_address, fault_action="drain",
+                              resume_after_s=0,
+                              agent_state=os.path.join(self.dir, "agent-state-2.json"))
+            subprocess.run([os.path.join(os.path.dirname(sys.executable), "loom-slurm-agent"),
+                            "--config", self.config, "--once"], timeout=60, check=True)
+            replay = self.hook_log_text()[mark:]
+            self.assertIn("0 active fault(s)", replay)
+            self.assertNotRegex(replay, r"agent: drained ")
+            self.assertNotIn("drain", reason("host000")[0])
+            self.assertEqual(reason("host002")[1], "admin: reseating the NIC")
             sys.stderr.write("\n--- trace: Loom's events\n")
             for ev in loom.watch_events(start_revision=1, replay_only=True):
                 if ev.subject in (lid, nic_links["host000"]):

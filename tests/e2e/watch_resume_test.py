@@ -148,7 +148,7 @@ class WatchResumeTest(unittest.TestCase):
                     # Stops reading for a while: the live feed fills its buffer
                     # and the watcher falls back to catching up from the history.
                     paused = True
-                    while (writer.is_alive() and
+                    while (writer.is_alive() and state["target"] is None and
                            self.loomd.metric("loom_watch_catchups_total") == 0):
                         time.sleep(0.05)
                 elif len(seen) < 150:

@@ -42,7 +42,7 @@ DEFAULTS = {
     "labels": {},                # extra labels on every job
     "no_gpus": "skip",           # a job without GPU GRES: "skip" or "all" (every GPU)
     "failure_mode": "open",      # "open" or "closed"
-    "max_requeues": 3,           # closed: prolog failures of one job before it is held
+    "max_requeues": 3,           # closed: restarts of a job (any cause) before it is held
     "wait": "accepted",          # "accepted", "assigned" or "programmed"
     "wait_timeout_s": 60.0,      # for "assigned" / "programmed"
     "slurm_conf": "",            # SLURM_CONF for scontrol ("" -> scontrol's default)
@@ -95,7 +95,29 @@ def load_config(path=None):
                             "0 <= first <= last < 2^24" % (path, r))
     if not isinstance(cfg["max_requeues"], int) or cfg["max_requeues"] < 0:
         raise HookError("config %s: max_requeues: must be an integer >= 0" % path)
+    numbers = {"timeout_s": (0.1, 3600), "wait_timeout_s": (0, 86400),
+               "resume_after_s": (0, 86400 * 7), "retries": (0, 100),
+               "traffic_class": (0, 7)}
+    for key, (lo, hi) in numbers.items():
+        v = cfg[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+            raise HookError("config %s: %s: %r is not a number in [%s, %s]" %
+                            (path, key, v, lo, hi))
+    if key_types_bad(cfg):
+        raise HookError("config %s: %s" % (path, key_types_bad(cfg)))
     return cfg
+
+
+def key_types_bad(cfg):
+    """What is wrong with the types of the string and map settings ("" when nothing)."""
+    for key in ("loom", "job_id", "default_tenant", "slurm_conf", "scontrol", "log_file",
+                "agent_state"):
+        if not isinstance(cfg[key], str):
+            return "%s: must be a string" % key
+    for key in ("node_hosts", "labels"):
+        if not isinstance(cfg[key], dict):
+            return "%s: must be an object" % key
+    return ""
 
 
 class Log:
@@ -192,6 +214,8 @@ def build_job(cfg, env, topology, job_text):
     if not any_gpu and cfg["no_gpus"] == "skip":
         return None
     for node in nodes:
+        if any_gpu and not alloc.get(node):
+            continue  # a node of the allocation without GPUs (CPU-only): no endpoint
         host = cfg["node_hosts"].get(node, node)
         gpus = by_host.get(host)
         if gpus is None:
