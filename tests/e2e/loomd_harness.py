@@ -33,6 +33,22 @@ def generate_messages(proto_dir):
                 event=event_pb2, errors=error_details_pb2)
 
 
+def build_client_venv(source_dir, prefix="loom-pylib-"):
+    """A temp dir holding a venv (Debian's python3-grpcio / -protobuf visible) with the
+    Python client pip-installed from a copy of the checkout's api/; returns (dir, python)."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(work, 0o755)  # programs other daemons run live here (Slurm's hooks)
+    shutil.copytree(os.path.join(source_dir, "api", "python"), os.path.join(work, "api", "python"),
+                    ignore=shutil.ignore_patterns("loom", "build", "*.egg-info"))
+    shutil.copytree(os.path.join(source_dir, "api", "proto"), os.path.join(work, "api", "proto"))
+    venv = os.path.join(work, "venv")
+    subprocess.check_call(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv])
+    subprocess.check_call([os.path.join(venv, "bin", "pip"), "install", "--no-index",
+                           "--no-build-isolation", "--quiet",
+                           os.path.join(work, "api", "python")], cwd=work)
+    return work, os.path.join(venv, "bin", "python")
+
+
 def unary(channel, service, method, request, response_cls):
     """Calls loom.v1.<service>/<method> with grpcio's generic channel API."""
     call = channel.unary_unary("/loom.v1.%s/%s" % (service, method),

@@ -15,10 +15,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loomd_harness import build_client_venv  # noqa: E402
 
 ARGS = None
 
@@ -152,19 +154,7 @@ class ClientLibraryTest(unittest.TestCase):
 
 
 def build_venv():
-    """A venv with the library pip-installed from a copy of the checkout's api/."""
-    work = tempfile.mkdtemp(prefix="loom-pylib-")
-    shutil.copytree(os.path.join(ARGS.source_dir, "api", "python"),
-                    os.path.join(work, "api", "python"),
-                    ignore=shutil.ignore_patterns("loom", "build", "*.egg-info"))
-    shutil.copytree(os.path.join(ARGS.source_dir, "api", "proto"),
-                    os.path.join(work, "api", "proto"))
-    venv = os.path.join(work, "venv")
-    subprocess.check_call(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv])
-    subprocess.check_call([os.path.join(venv, "bin", "pip"), "install", "--no-index",
-                           "--no-build-isolation", "--quiet",
-                           os.path.join(work, "api", "python")], cwd=work)
-    return work, os.path.join(venv, "bin", "python")
+    return build_client_venv(ARGS.source_dir, "loom-pylib-")
 
 
 if __name__ == "__main__":

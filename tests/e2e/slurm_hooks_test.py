@@ -29,7 +29,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from loomd_harness import Loomd, free_port  # noqa: E402
+from loomd_harness import Loomd, build_client_venv, free_port  # noqa: E402
 from slurm_harness import Slurm  # noqa: E402
 
 ARGS = None
@@ -351,20 +351,7 @@ class SlurmHooksTest(unittest.TestCase):
 
 
 def build_venv():
-    """A venv with the library pip-installed from a copy of the checkout's api/."""
-    work = tempfile.mkdtemp(prefix="loom-slurm-venv-")
-    os.chmod(work, 0o755)
-    shutil.copytree(os.path.join(ARGS.source_dir, "api", "python"),
-                    os.path.join(work, "api", "python"),
-                    ignore=shutil.ignore_patterns("loom", "build", "*.egg-info"))
-    shutil.copytree(os.path.join(ARGS.source_dir, "api", "proto"),
-                    os.path.join(work, "api", "proto"))
-    venv = os.path.join(work, "venv")
-    subprocess.check_call(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv])
-    subprocess.check_call([os.path.join(venv, "bin", "pip"), "install", "--no-index",
-                           "--no-build-isolation", "--quiet",
-                           os.path.join(work, "api", "python")], cwd=work)
-    return work, os.path.join(venv, "bin", "python")
+    return build_client_venv(ARGS.source_dir, "loom-slurm-venv-")
 
 
 if __name__ == "__main__":

@@ -295,20 +295,30 @@ def _requeue_bound(cfg, env, log):
         log("error", "could not hold the job after %d restarts: %s" % (restarts, e))
 
 
-def prolog(env=None, cfg=None):
-    """Runs the prolog; returns the exit code."""
-    env = dict(os.environ if env is None else env)
+def _setup(hook, env, cfg, required, slurm_name):
+    """The hook's configuration and log, or (None, None) when it cannot run (said in the
+    log, or on stderr when the configuration itself is the problem)."""
     job_label = env.get("SLURM_JOB_ID", "?")
     try:
         cfg = cfg or load_config(env.get("LOOM_SLURM_CONFIG"))
     except HookError as e:
-        Log({}, "prolog", job_label)("error", str(e))
-        return EXIT_CONFIG
-    log = Log(cfg, "prolog", job_label)
-    for var in ("SLURM_JOB_ID", "SLURM_JOB_NODELIST"):
+        Log({}, hook, job_label)("error", str(e))
+        return None, None
+    log = Log(cfg, hook, job_label)
+    for var in required:
         if not env.get(var):
-            log("error", "%s is not set: run this as Slurm's PrologSlurmctld" % var)
-            return EXIT_CONFIG
+            log("error", "%s is not set: run this as Slurm's %s" % (var, slurm_name))
+            return None, None
+    return cfg, log
+
+
+def prolog(env=None, cfg=None):
+    """Runs the prolog; returns the exit code."""
+    env = dict(os.environ if env is None else env)
+    cfg, log = _setup("prolog", env, cfg, ("SLURM_JOB_ID", "SLURM_JOB_NODELIST"),
+                      "PrologSlurmctld")
+    if cfg is None:
+        return EXIT_CONFIG
     from loom_client.client import Client, LoomError
     try:
         job_text = _scontrol(cfg, "show", "job", "-d", env["SLURM_JOB_ID"])
@@ -349,15 +359,8 @@ def prolog(env=None, cfg=None):
 def epilog(env=None, cfg=None):
     """Runs the epilog (releases the job; a job Loom does not know is fine)."""
     env = dict(os.environ if env is None else env)
-    job_label = env.get("SLURM_JOB_ID", "?")
-    try:
-        cfg = cfg or load_config(env.get("LOOM_SLURM_CONFIG"))
-    except HookError as e:
-        Log({}, "epilog", job_label)("error", str(e))
-        return EXIT_CONFIG
-    log = Log(cfg, "epilog", job_label)
-    if not env.get("SLURM_JOB_ID"):
-        log("error", "SLURM_JOB_ID is not set: run this as Slurm's EpilogSlurmctld")
+    cfg, log = _setup("epilog", env, cfg, ("SLURM_JOB_ID",), "EpilogSlurmctld")
+    if cfg is None:
         return EXIT_CONFIG
     from loom_client.client import Client, LoomError
     job_id = loom_job_id(cfg, env)
