@@ -55,7 +55,16 @@ std::string Controller::SerializeBlastRadius() const {
   return out;
 }
 
-void Controller::CheckBlastRadius(std::vector<v1::Event>* events, Mutation* m) {
+void Controller::CheckBlastRadius(std::vector<v1::Event>* events, Mutation* m, bool oper_changed) {
+  std::set<std::string> down = DownLinks();
+  const std::set<std::string>& quarantined = adaptive_.quarantined_nics();
+  if (blast_checked_ && !oper_changed && down == blast_last_down_ &&
+      quarantined == blast_last_quarantined_) {
+    return;  // nothing a fault depends on changed
+  }
+  blast_checked_ = true;
+  blast_last_down_ = down;
+  blast_last_quarantined_ = quarantined;
   const v1::Topology& t = topo_->topology();
   auto oper = [&](const std::string& link) {
     auto it = oper_.find(link);
@@ -74,7 +83,6 @@ void Controller::CheckBlastRadius(std::vector<v1::Event>* events, Mutation* m) {
   std::set<std::string> clear;
   std::map<std::string, std::vector<const v1::Link*>> uplinks;  // leaf -> its uplinks
   std::map<std::string, std::set<std::string>> leaf_hosts;
-  const std::set<std::string> down = DownLinks();
   for (const auto& link : t.links()) {
     // Either end may be listed first (the topology accepts both orders).
     std::string lower = link.a().device(), upper = link.b().device();
@@ -118,7 +126,7 @@ void Controller::CheckBlastRadius(std::vector<v1::Event>* events, Mutation* m) {
       clear.insert(leaf);
     }
   }
-  for (const auto& nic : adaptive_.quarantined_nics()) {
+  for (const auto& nic : quarantined) {
     BlastFault& f = now[nic];
     f.kind = "pfc-storm-origin-quarantined";
     f.cause = "PFC storm origin quarantined: " + nic + " is shut until an operator clears it";

@@ -1696,10 +1696,11 @@ void Controller::ApplySnapshot(std::shared_ptr<const loom::telemetry::LinkSnapsh
   for (const auto& a : balance.events) m.events.push_back(AdaptiveToEvent(a));
   if (assess.desired_changed || balance.desired_changed) desired_dirty_ = true;
   auto saved_blast = blast_active_;
-  CheckBlastRadius(&m.events, &m);
+  CheckBlastRadius(&m.events, &m, !changes.empty());
   if (m.events.empty()) return;
   if (Status s = CommitAndPublish(m); !s.ok()) {
     blast_active_ = std::move(saved_blast);
+    blast_checked_ = false;  // evaluated again at the next snapshot
     if (placement_relevant) {
       placement_ = std::move(saved);
       oper_ = std::move(saved_oper);

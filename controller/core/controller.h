@@ -460,7 +460,12 @@ class Controller {
     std::set<std::string> jobs;
   };
   std::map<std::string, BlastFault> blast_active_;
-  void CheckBlastRadius(std::vector<v1::Event>* events, Mutation* m);
+  // Runs on every telemetry snapshot; scans the topology only when a link's state,
+  // the set of links out of service or the quarantined NICs changed (or the last
+  // commit failed: blast_checked_ false).
+  void CheckBlastRadius(std::vector<v1::Event>* events, Mutation* m, bool oper_changed);
+  bool blast_checked_ = false;
+  std::set<std::string> blast_last_down_, blast_last_quarantined_;
   void RestoreBlastRadius(const StoredState& state);
   std::string SerializeBlastRadius() const;
   Reconciler reconciler_;
