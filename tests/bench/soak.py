@@ -31,7 +31,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,17 +41,9 @@ import urllib.request
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from loomd_harness import generate_messages  # noqa: E402
+from loomd_harness import free_port, generate_messages  # noqa: E402
 
 pb = {}
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def percentile(values, q):

@@ -49,6 +49,29 @@ def build_client_venv(source_dir, prefix="loom-pylib-"):
     return work, os.path.join(venv, "bin", "python")
 
 
+def client_venv_main(test_file, prefix):
+    """Command line of a test that runs with the Python client pip-installed: --loomd,
+    --source-dir. Run plainly, it builds the venv, runs `test_file` inside it with --inside
+    and exits with its status; inside, it returns (args, the rest for unittest)."""
+    import argparse
+    p = argparse.ArgumentParser()
+    p.add_argument("--loomd", required=True)
+    p.add_argument("--source-dir", required=True)
+    p.add_argument("--inside", action="store_true")
+    args, rest = p.parse_known_args()
+    args.loomd = os.path.abspath(args.loomd)
+    args.source_dir = os.path.abspath(args.source_dir)
+    if args.inside:
+        return args, rest
+    work, python = build_client_venv(args.source_dir, prefix)
+    try:
+        rc = subprocess.call([python, os.path.abspath(test_file), "--inside", "--loomd",
+                              args.loomd, "--source-dir", args.source_dir] + rest, cwd=work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    sys.exit(rc)
+
+
 def unary(channel, service, method, request, response_cls):
     """Calls loom.v1.<service>/<method> with grpcio's generic channel API."""
     call = channel.unary_unary("/loom.v1.%s/%s" % (service, method),

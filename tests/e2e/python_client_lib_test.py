@@ -9,18 +9,15 @@ kill -9 without losing or repeating a revision.
 
 Run as `python_client_lib_test.py --loomd ... --source-dir ...`: it builds the venv and
 re-runs itself inside it with --inside."""
-import argparse
 import os
-import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loomd_harness import build_client_venv  # noqa: E402
+from loomd_harness import client_venv_main  # noqa: E402
 
 ARGS = None
 
@@ -153,22 +150,6 @@ class ClientLibraryTest(unittest.TestCase):
             loomd.stop()
 
 
-def build_venv():
-    return build_client_venv(ARGS.source_dir, "loom-pylib-")
-
-
 if __name__ == "__main__":
-    p = argparse.ArgumentParser()
-    p.add_argument("--loomd", required=True)
-    p.add_argument("--source-dir", required=True)
-    p.add_argument("--inside", action="store_true")
-    ARGS, rest = p.parse_known_args()
-    if not ARGS.inside:
-        work, python = build_venv()
-        try:
-            rc = subprocess.call([python, os.path.abspath(__file__), "--inside", "--loomd",
-                                  ARGS.loomd, "--source-dir", ARGS.source_dir] + rest, cwd=work)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        sys.exit(rc)
+    ARGS, rest = client_venv_main(__file__, "loom-pylib-")
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

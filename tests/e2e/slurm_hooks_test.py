@@ -16,7 +16,6 @@ wrappers that point them at their configuration, as docs/slurm.md tells operator
 
 Run as `slurm_hooks_test.py --loomd ... --source-dir ...`.
 """
-import argparse
 import json
 import os
 import re
@@ -29,7 +28,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from loomd_harness import Loomd, build_client_venv, free_port  # noqa: E402
+from loomd_harness import Loomd, client_venv_main, free_port  # noqa: E402
 from slurm_harness import Slurm  # noqa: E402
 
 ARGS = None
@@ -350,24 +349,6 @@ class SlurmHooksTest(unittest.TestCase):
         self.assertIn("failure_mode: 'sometimes' is not one of open, closed", err.getvalue())
 
 
-def build_venv():
-    return build_client_venv(ARGS.source_dir, "loom-slurm-venv-")
-
-
 if __name__ == "__main__":
-    p = argparse.ArgumentParser()
-    p.add_argument("--loomd", required=True)
-    p.add_argument("--source-dir", required=True)
-    p.add_argument("--inside", action="store_true")
-    ARGS, rest = p.parse_known_args()
-    ARGS.loomd = os.path.abspath(ARGS.loomd)
-    ARGS.source_dir = os.path.abspath(ARGS.source_dir)
-    if not ARGS.inside:
-        work, python = build_venv()
-        try:
-            rc = subprocess.call([python, os.path.abspath(__file__), "--inside", "--loomd",
-                                  ARGS.loomd, "--source-dir", ARGS.source_dir] + rest, cwd=work)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        sys.exit(rc)
+    ARGS, rest = client_venv_main(__file__, "loom-slurm-venv-")
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

@@ -137,19 +137,28 @@ class Log:
         sys.stderr.write(line)
 
 
-def _scontrol(cfg, *args):
+def _slurm(cfg, program, *args):
+    """Runs a Slurm command ("scontrol", "sinfo": beside the configured scontrol when that
+    is a path) with the configured SLURM_CONF; its stdout, or HookError."""
+    path = cfg["scontrol"]
+    if program != "scontrol":
+        path = os.path.join(os.path.dirname(path), program) if os.sep in path else program
     env = dict(os.environ)
     if cfg["slurm_conf"]:
         env["SLURM_CONF"] = cfg["slurm_conf"]
     try:
-        r = subprocess.run([cfg["scontrol"]] + list(args), env=env, capture_output=True,
-                           text=True, timeout=30)
+        r = subprocess.run([path] + list(args), env=env, capture_output=True, text=True,
+                           timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise HookError("scontrol %s: %s" % (" ".join(args), e)) from None
+        raise HookError("%s %s: %s" % (program, " ".join(args), e)) from None
     if r.returncode != 0:
-        raise HookError("scontrol %s failed: %s" % (" ".join(args),
-                                                    (r.stderr or r.stdout).strip()[:300]))
+        raise HookError("%s %s failed: %s" % (program, " ".join(args),
+                                              (r.stderr or r.stdout).strip()[:300]))
     return r.stdout
+
+
+def _scontrol(cfg, *args):
+    return _slurm(cfg, "scontrol", *args)
 
 
 def expand_hostlist(cfg, expr):

@@ -28,12 +28,11 @@ import argparse
 import json
 import os
 import queue
-import subprocess
 import sys
 import threading
 import time
 
-from loom_client.slurm import HookError, Log, _scontrol, load_config
+from loom_client.slurm import HookError, Log, _scontrol, _slurm, load_config
 
 REASON_PREFIX = "loom: "
 RETRY_S = 5.0
@@ -83,19 +82,11 @@ class Agent:
     def node_status(self, node):
         """(state, reason) as sinfo reports them; (None, None) for a node Slurm lacks.
         Raises SlurmUnavailable when Slurm cannot answer."""
-        env = dict(os.environ)
-        if self.cfg["slurm_conf"]:
-            env["SLURM_CONF"] = self.cfg["slurm_conf"]
-        sinfo = (os.path.join(os.path.dirname(self.cfg["scontrol"]), "sinfo")
-                 if os.sep in self.cfg["scontrol"] else "sinfo")
         try:
-            r = subprocess.run([sinfo, "-h", "-N", "-n", node, "-o", "%T|%E"], env=env,
-                               capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise SlurmUnavailable("sinfo: %s" % e) from None
-        if r.returncode != 0:
-            raise SlurmUnavailable("sinfo: %s" % (r.stderr or r.stdout).strip()[:300])
-        line = r.stdout.strip().splitlines()[0] if r.stdout.strip() else ""
+            out = _slurm(self.cfg, "sinfo", "-h", "-N", "-n", node, "-o", "%T|%E")
+        except HookError as e:
+            raise SlurmUnavailable(str(e)) from None
+        line = out.strip().splitlines()[0] if out.strip() else ""
         if "|" not in line:
             return None, None  # sinfo answered, without this node
         state, reason = line.split("|", 1)
