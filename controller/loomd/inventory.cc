@@ -73,6 +73,43 @@ bool ResolveInventory(const v1::LoomdConfig& config, const v1::Topology& topolog
   for (const auto& d : topology.devices()) out->devices[d.id()].set_id(d.id());
   // Legacy single-server and per-target fields.
   if (!config.telemetry_address().empty()) {
+// A BGP session password from its reference: "env:VAR" or "file:PATH", the
+// first line of either (a trailing CR is dropped).
+bool ReadBgpPassword(const std::string& ref, std::string* password, std::string* error) {
+  std::string text;
+  if (ref.rfind("env:", 0) == 0) {
+    const char* v = std::getenv(ref.substr(4).c_str());
+    if (v == nullptr) {
+      *error = "environment variable " + ref.substr(4) + " is not set";
+      return false;
+    }
+    text = v;
+    text = text.substr(0, text.find('\n'));
+  } else if (ref.rfind("file:", 0) == 0) {
+    std::ifstream in(ref.substr(5));
+    if (!in || !std::getline(in, text)) {
+      *error = "cannot read " + ref.substr(5);
+      return false;
+    }
+  } else {
+    *error = "\"" + ref + "\" must be env:VAR or file:PATH (a reference, not the password)";
+    return false;
+  }
+  if (!text.empty() && text.back() == '\r') text.pop_back();
+  if (text.empty()) {
+    *error = "the password is empty";
+    return false;
+  }
+  // Linux TCP_MD5SIG_MAXKEYLEN.
+  if (text.size() > 80) {
+    *error = "the password is " + std::to_string(text.size()) +
+             " bytes; TCP MD5 keys are at most 80 (TCP_MD5SIG_MAXKEYLEN)";
+    return false;
+  }
+  *password = text;
+  return true;
+}
+
     for (const auto& d : topology.devices()) {
       if (!IsSwitch(d.role())) continue;
       auto* g = out->devices[d.id()].mutable_gnmi();
@@ -352,6 +389,29 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
           return false;
         }
         if (!seen_sessions.insert({color, cs.via()}).second) {
+      std::string md5_password;
+      if (!b.md5_password_ref().empty()) {
+        std::string e;
+        if (!ReadBgpPassword(b.md5_password_ref(), &md5_password, &e)) {
+          *error = where + ".md5_password_ref: " + e;
+          return false;
+        }
+      }
+      if (b.ttl_security_hops() > 254) {
+        *error = where + ".ttl_security_hops: " + std::to_string(b.ttl_security_hops()) +
+                 " is not 1..254 (0 = off)";
+        return false;
+      }
+      if (b.ttl_security_hops() > 0 && b.multihop()) {
+        *error = where +
+                 ".ttl_security_hops and bgp.multihop: set one or the other (GTSM sends with TTL "
+                 "255 and bounds the hops itself)";
+        return false;
+      }
+      if (b.max_prefixes_restart_s() > 86400) {
+        *error = where + ".max_prefixes_restart_s: at most 86400 (one day)";
+        return false;
+      }
           *error = sw + ": color " + std::to_string(color) + " via " + cs.via() +
                    " is listed twice (defaults and the device entry both add sessions)";
           return false;
@@ -430,6 +490,11 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
       a.address = address;
       a.adapter = st.adapter();
       a.target = entry.gnmi().target_name();
+        p.md5_password = md5_password;
+        p.ttl_security_hops = static_cast<int>(b.ttl_security_hops());
+        p.max_prefixes_received = b.max_prefixes_received() == 0 ? 1000 : b.max_prefixes_received();
+        p.max_prefix_restart =
+            std::chrono::seconds(b.max_prefixes_restart_s() == 0 ? 60 : b.max_prefixes_restart_s());
       // The address each spine is reached at: the BGP sessions' next hops.
       for (const auto& cs : entry.bgp().sessions()) {
         if (!cs.next_hop().empty()) a.next_hop_addresses[cs.via()] = cs.next_hop();

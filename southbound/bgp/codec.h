@@ -98,6 +98,7 @@ constexpr uint8_t kHoldTimerExpired = 4;
 constexpr uint8_t kFsm = 5;
 constexpr uint8_t kCease = 6;
 // RFC 4486 Cease subcodes.
+constexpr uint8_t kCeaseMaxPrefixes = 1;  // Data: AFI (2), SAFI (1), limit (4).
 constexpr uint8_t kCeaseAdminShutdown = 2;
 constexpr uint8_t kCeasePeerDeconfigured = 3;
 constexpr uint8_t kCeaseAdminReset = 4;

@@ -1,8 +1,18 @@
 #include "southbound/bgp/session.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "common/log.h"
+
+#ifndef IPV6_MINHOPCOUNT
+#define IPV6_MINHOPCOUNT 73  // linux/in6.h; not in every libc's netinet/in.h.
+#endif
 
 namespace loom::southbound::bgp {
 
@@ -17,6 +27,58 @@ constexpr uint8_t kFsmUnexpectedInOpenSent = 1;
 constexpr uint8_t kFsmUnexpectedInOpenConfirm = 2;
 constexpr uint8_t kFsmUnexpectedInEstablished = 3;
 }  // namespace
+
+bool SetTcpMd5Key(int fd, const asio::ip::address& peer, const std::string& key,
+                  std::string* error) {
+  struct tcp_md5sig md5;
+  std::memset(&md5, 0, sizeof md5);
+  if (key.size() > TCP_MD5SIG_MAXKEYLEN) {
+    *error = "TCP MD5 key longer than " + std::to_string(TCP_MD5SIG_MAXKEYLEN) + " bytes";
+    return false;
+  }
+  if (peer.is_v4()) {
+    auto* sin = reinterpret_cast<sockaddr_in*>(&md5.tcpm_addr);
+    sin->sin_family = AF_INET;
+    const auto b = peer.to_v4().to_bytes();
+    std::memcpy(&sin->sin_addr, b.data(), b.size());
+  } else {
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&md5.tcpm_addr);
+    sin6->sin6_family = AF_INET6;
+    const auto b = peer.to_v6().to_bytes();
+    std::memcpy(&sin6->sin6_addr, b.data(), b.size());
+  }
+  md5.tcpm_keylen = static_cast<uint16_t>(key.size());
+  std::memcpy(md5.tcpm_key, key.data(), key.size());
+  if (setsockopt(fd, IPPROTO_TCP, TCP_MD5SIG, &md5, sizeof md5) != 0) {
+    // Removing a key that is not there is not an error.
+    if (key.empty() && errno == ENOENT) return true;
+    *error = std::string("setsockopt(TCP_MD5SIG): ") + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+bool SetTtl(int fd, bool v6, int ttl, int min_ttl, std::string* error) {
+  if (ttl > 0) {
+    const int level = v6 ? IPPROTO_IPV6 : IPPROTO_IP;
+    const int name = v6 ? IPV6_UNICAST_HOPS : IP_TTL;
+    if (setsockopt(fd, level, name, &ttl, sizeof ttl) != 0) {
+      *error = std::string(v6 ? "setsockopt(IPV6_UNICAST_HOPS): " : "setsockopt(IP_TTL): ") +
+               std::strerror(errno);
+      return false;
+    }
+  }
+  if (min_ttl > 0) {
+    const int level = v6 ? IPPROTO_IPV6 : IPPROTO_IP;
+    const int name = v6 ? IPV6_MINHOPCOUNT : IP_MINTTL;
+    if (setsockopt(fd, level, name, &min_ttl, sizeof min_ttl) != 0) {
+      *error = std::string(v6 ? "setsockopt(IPV6_MINHOPCOUNT): " : "setsockopt(IP_MINTTL): ") +
+               std::strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
 
 const char* SessionStateName(SessionState s) {
   switch (s) {
@@ -73,6 +135,8 @@ std::chrono::milliseconds Session::Jitter(std::chrono::milliseconds base) {
 void Session::Start() {
   if (started_) return;
   started_ = true;
+  held_down_ = false;
+  next_idle_hold_.reset();
   if (state_ != SessionState::kIdle) return;
   if (config_.passive) {
     Transition(SessionState::kActive);
@@ -104,6 +168,30 @@ void Session::Abort() {
   Drop("aborted", false);
 }
 
+void Session::CloseForMaxPrefixes(Afi afi, uint32_t limit) {
+  if (!socket_ || state_ != SessionState::kEstablished) return;
+  ++counters_.max_prefix_teardowns;
+  const auto a = static_cast<uint16_t>(afi);
+  // RFC 4486 §4: AFI (2 octets), SAFI (1), upper bound (4).
+  Bytes data = {static_cast<uint8_t>(a >> 8),
+                static_cast<uint8_t>(a),
+                kSafiUnicast,
+                static_cast<uint8_t>(limit >> 24),
+                static_cast<uint8_t>(limit >> 16),
+                static_cast<uint8_t>(limit >> 8),
+                static_cast<uint8_t>(limit)};
+  LOG_ERROR("bgp peer sent more prefixes than max_prefixes_received; closing the session")
+      .With("peer", config_.name)
+      .With("afi", unsigned{a})
+      .With("limit", uint64_t{limit})
+      .With("restart_ms", static_cast<int64_t>(config_.max_prefix_restart.count()));
+  next_idle_hold_ = config_.max_prefix_restart;
+  held_down_ = true;
+  SendNotification(err::kCease, err::kCeaseMaxPrefixes, data,
+                   "maximum number of prefixes reached (afi " + std::to_string(a) + ", limit " +
+                       std::to_string(limit) + ")");
+}
+
 void Session::Reset(uint8_t code, uint8_t subcode) {
   if (socket_ && state_ >= SessionState::kOpenSent) {
     SendNotification(code, subcode, {}, "reset");
@@ -129,6 +217,16 @@ void Session::Connect() {
     if (!ec) socket_->bind(tcp::endpoint(local, 0), ec);
   }
   ArmConnectRetry();
+  // MD5 key, TTL and minimum TTL before the SYN: the handshake is signed
+  // and GTSM-checked too. Never dial without them.
+  if (!ec && !SecureSocket(peer, true)) {
+    boost::system::error_code ignored;
+    socket_->close(ignored);
+    socket_.reset();
+    ++generation_;
+    Transition(SessionState::kActive);
+    return;  // ConnectRetry redials.
+  }
   auto self = shared_from_this();
   uint64_t gen = generation_;
   socket_->async_connect(remote, [self, gen](const boost::system::error_code& e) {
@@ -137,10 +235,52 @@ void Session::Connect() {
   });
 }
 
+bool Session::SecureSocket(const asio::ip::address& peer, bool dialing) {
+  std::string error;
+  const int fd = socket_->native_handle();
+  bool ok = true;
+  if (dialing && !config_.md5_password.empty()) {
+    ok = SetTcpMd5Key(fd, peer, config_.md5_password, &error);
+  }
+  if (ok) {
+    // GTSM: send at the maximum TTL, accept only from within `hops`.
+    const int hops = config_.ttl_security_hops;
+    ok = hops > 0 ? SetTtl(fd, peer.is_v6(), 255, 256 - hops, &error)
+                  : SetTtl(fd, peer.is_v6(), config_.ttl, 0, &error);
+  }
+  if (ok) return true;
+  ++counters_.socket_option_errors;
+  last_error_ = error;
+  LOG_ERROR("bgp session: cannot secure the socket; not connecting")
+      .With("peer", config_.name)
+      .With("error", error);
+  return false;
+}
+
+void Session::ConnectFailed(const std::string& why) {
+  ++counters_.connect_failures;
+  ++failed_dials_;
+  last_error_ = why;
+  if (!config_.md5_password.empty() || config_.ttl_security_hops > 0) {
+    last_error_ += config_.md5_password.empty()
+                       ? " (GTSM is on: a peer further away than ttl_security_hops is dropped)"
+                       : " (TCP MD5 is on: a password mismatch looks like this; the peer's "
+                         "kernel counts TcpExt TCPMD5Failure)";
+  }
+  // The first failure in a row, then every power of two: a device that is
+  // down does not flood the log.
+  if ((failed_dials_ & (failed_dials_ - 1)) == 0) {
+    LOG_WARN("bgp connect failed")
+        .With("peer", config_.name)
+        .With("failures_in_a_row", failed_dials_)
+        .With("error", last_error_);
+  }
+}
+
 void Session::OnConnected(const boost::system::error_code& ec) {
   if (state_ != SessionState::kConnect) return;
   if (ec) {
-    last_error_ = "connect: " + ec.message();
+    ConnectFailed("connect: " + ec.message());
     boost::system::error_code ignored;
     socket_->close(ignored);
     socket_.reset();
@@ -152,7 +292,7 @@ void Session::OnConnected(const boost::system::error_code& ec) {
 }
 
 bool Session::Accept(tcp::socket socket) {
-  if (!started_) return false;
+  if (!started_ || held_down_) return false;
   switch (state_) {
     case SessionState::kIdle:
     case SessionState::kConnect:
@@ -177,18 +317,21 @@ bool Session::Accept(tcp::socket socket) {
   }
   ++generation_;
   socket_ = std::make_unique<tcp::socket>(std::move(socket));
+  boost::system::error_code ec;
+  const auto remote = socket_->remote_endpoint(ec);
+  if (ec || !SecureSocket(remote.address(), false)) {
+    Drop(ec ? "accept: " + ec.message() : last_error_, true);
+    return true;  // Closed here.
+  }
   ConnectionUp();
   return true;
 }
 
 void Session::ConnectionUp() {
   connect_retry_timer_.cancel();
+  failed_dials_ = 0;
   boost::system::error_code ec;
   socket_->set_option(tcp::no_delay(true), ec);
-  if (config_.ttl > 0) {
-    // eBGP: TTL 1 towards a directly connected peer, 255 for multihop.
-    socket_->set_option(boost::asio::ip::unicast::hops(config_.ttl), ec);
-  }
   SendOpen();
   Transition(SessionState::kOpenSent);
   ArmHold(kOpenSentHoldS);
@@ -519,6 +662,9 @@ void Session::ArmConnectRetry() {
   connect_retry_timer_.async_wait([self](const boost::system::error_code& ec) {
     if (ec || !self->started_) return;
     if (self->state_ == SessionState::kConnect || self->state_ == SessionState::kActive) {
+      if (self->state_ == SessionState::kConnect && self->socket_) {
+        self->ConnectFailed("connect: no answer within the ConnectRetry time");
+      }
       if (self->config_.passive) {
         self->ArmConnectRetry();
       } else {
@@ -557,10 +703,13 @@ void Session::ArmKeepalive() {
 }
 
 void Session::ArmIdleRestart() {
-  idle_timer_.expires_after(Jitter(config_.idle_hold));
+  idle_timer_.expires_after(next_idle_hold_ ? *next_idle_hold_ : Jitter(config_.idle_hold));
+  next_idle_hold_.reset();
   auto self = shared_from_this();
   idle_timer_.async_wait([self](const boost::system::error_code& ec) {
-    if (ec || !self->started_ || self->state_ != SessionState::kIdle) return;
+    if (ec) return;
+    self->held_down_ = false;
+    if (!self->started_ || self->state_ != SessionState::kIdle) return;
     if (self->config_.passive) {
       self->Transition(SessionState::kActive);
     } else {

@@ -61,8 +61,25 @@ struct PeerConfig {
   // injects one path per next hop; link-bandwidth weights are keyed by it.
   std::string via;
   // IP TTL of the session's packets; 0 = the system default. eBGP uses 1
-  // towards a directly connected peer and 255 for multihop.
+  // towards a directly connected peer and 255 for multihop. Set before the
+  // connection is made (the SYN carries it too).
   int ttl = 0;
+  // TCP MD5 signature (RFC 2385) key for the peer address, 1..80 bytes
+  // (TCP_MD5SIG_MAXKEYLEN); empty = none. Set on the socket before connect
+  // (and on the speaker's listener, keyed by the peer address). The session
+  // never falls back to an unsigned connection: if the kernel refuses the
+  // key, the dial fails.
+  std::string md5_password;
+  // GTSM (RFC 5082): the peer is at most this many hops away (1..254);
+  // 0 = off. Sends with TTL (IPv6: hop limit) 255 whatever `ttl` says and
+  // sets IP_MINTTL (IPV6_MINHOPCOUNT) = 256 - hops, so the kernel drops the
+  // session's packets sent from further away.
+  int ttl_security_hops = 0;
+  // Most prefixes accepted from the peer per address family; one more and
+  // the session is closed with Cease / Maximum Number of Prefixes Reached
+  // (RFC 4486) and stays down for max_prefix_restart. 0 = no limit.
+  uint32_t max_prefixes_received = 0;
+  std::chrono::milliseconds max_prefix_restart{60'000};
   // Graceful restart (RFC 4724): advertise the capability, act as helper.
   bool graceful_restart = true;
   uint16_t restart_time_s = 120;
@@ -85,7 +102,25 @@ struct SessionCounters {
   std::array<uint64_t, 7> notifications_received{};
   uint64_t established_transitions = 0;
   uint64_t flaps = 0;  // Established -> down.
+  // Sessions closed because the peer sent more than max_prefixes_received.
+  uint64_t max_prefix_teardowns = 0;
+  // Dials that failed: refused, unreachable, or no answer before the
+  // ConnectRetry timer (what a TCP MD5 password mismatch or a GTSM drop of
+  // the SYN-ACK looks like from this side).
+  uint64_t connect_failures = 0;
+  // Connections closed because a socket option (MD5 key, TTL, minimum TTL)
+  // could not be set.
+  uint64_t socket_option_errors = 0;
 };
+
+// Socket options of the hardening above (Linux). Each returns false and
+// fills `error` when the kernel refuses. `fd` is a TCP socket (or listener)
+// of the peer's address family.
+// TCP_MD5SIG for `peer` (an empty key removes the peer's key).
+bool SetTcpMd5Key(int fd, const boost::asio::ip::address& peer, const std::string& key,
+                  std::string* error);
+// TTL (IPv6: unicast hops) and, when min_ttl > 0, IP_MINTTL (IPV6_MINHOPCOUNT).
+bool SetTtl(int fd, bool v6, int ttl, int min_ttl, std::string* error);
 
 class Session;
 
@@ -141,6 +176,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void Abort();
   // Sends a NOTIFICATION and drops the session (used for admin resets).
   void Reset(uint8_t code, uint8_t subcode);
+  // The peer sent more than max_prefixes_received prefixes of `afi`: sends
+  // Cease / Maximum Number of Prefixes Reached with the RFC 4486 data (AFI,
+  // SAFI, limit), drops the session (its routes go: no graceful restart),
+  // counts it and stays Idle for max_prefix_restart before dialing again
+  // (connections the peer makes meanwhile are refused).
+  void CloseForMaxPrefixes(Afi afi, uint32_t limit);
+  // Closed for too many prefixes and waiting out max_prefix_restart.
+  bool held_down() const { return held_down_; }
 
   const PeerConfig& config() const { return config_; }
   SessionState state() const { return state_; }
@@ -187,6 +230,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void ArmHold(uint16_t seconds);
   void ArmKeepalive();
   void ArmIdleRestart();
+  // Applies ttl / GTSM (and, when dialing, the MD5 key) to socket_. False:
+  // counted, logged, last_error_ set.
+  bool SecureSocket(const boost::asio::ip::address& peer, bool dialing);
+  void ConnectFailed(const std::string& why);
   std::chrono::milliseconds Jitter(std::chrono::milliseconds base);
   void RunDrainCallbacks();
 
@@ -216,6 +263,11 @@ class Session : public std::enable_shared_from_this<Session> {
   CodecOptions codec_;
   uint16_t hold_time_s_ = 0;
   std::string last_error_;
+  // Dial failures since the last successful connection (logs back off).
+  uint64_t failed_dials_ = 0;
+  // After CloseForMaxPrefixes: the next idle wait, and whether Loom is in it.
+  std::optional<std::chrono::milliseconds> next_idle_hold_;
+  bool held_down_ = false;
   SessionCounters counters_;
   std::mt19937 rng_;
 };

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <set>
 #include <unordered_map>
 
 #include "common/log.h"
@@ -43,6 +44,10 @@ Status Speaker::Start() {
   if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return Unavailable("bgp listen " + config_.listen_address + ": " + ec.message());
   listen_port_ = acceptor_->local_endpoint().port();
+  for (const auto& [name, p] : peers_) {
+    Status st = SetListenerKey(p->session->config(), false);
+    if (!st.ok()) return st;
+  }
   DoAccept();
   return Status::Ok();
 }
@@ -91,6 +96,19 @@ void Speaker::DoAccept() {
   });
 }
 
+Status Speaker::SetListenerKey(const PeerConfig& peer, bool remove) {
+  if (!acceptor_ || !acceptor_->is_open() || peer.md5_password.empty()) return Status::Ok();
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(peer.peer_address, ec);
+  if (ec) return InvalidArgument("peer_address: " + peer.peer_address);
+  if (addr.is_v4() != acceptor_->local_endpoint().address().is_v4()) return Status::Ok();
+  std::string error;
+  if (!SetTcpMd5Key(acceptor_->native_handle(), addr, remove ? "" : peer.md5_password, &error)) {
+    return Unavailable("bgp listener md5 key for " + peer.peer_address + ": " + error);
+  }
+  return Status::Ok();
+}
+
 Status Speaker::AddPeer(const PeerConfig& peer) {
   if (peer.name.empty()) return InvalidArgument("peer.name: empty");
   if (peers_.count(peer.name)) return InvalidArgument("peer.name: duplicate " + peer.name);
@@ -101,6 +119,14 @@ Status Speaker::AddPeer(const PeerConfig& peer) {
   boost::system::error_code ec;
   asio::ip::make_address(peer.peer_address, ec);
   if (ec) return InvalidArgument("peer_address: " + peer.peer_address);
+  if (peer.md5_password.size() > 80) {
+    return InvalidArgument("md5_password: longer than 80 bytes (TCP_MD5SIG_MAXKEYLEN)");
+  }
+  if (peer.ttl_security_hops < 0 || peer.ttl_security_hops > 254) {
+    return InvalidArgument("ttl_security_hops: must be 0..254");
+  }
+  Status key = SetListenerKey(peer, false);
+  if (!key.ok()) return key;
   auto p = std::make_unique<Peer>();
   p->export_ctx.local_as = peer.local_as;
   p->export_ctx.fabric_color = peer.fabric_color;
@@ -138,6 +164,15 @@ void Speaker::RemovePeer(const std::string& name) {
   if (it == peers_.end()) return;
   it->second->session->Stop();
   it->second->stale_timer->cancel();
+  bool shared_key = false;  // Another session on the address keeps the key.
+  for (const auto& [other, q] : peers_) {
+    shared_key |= other != name &&
+                  q->session->config().peer_address == it->second->session->config().peer_address;
+  }
+  if (!shared_key) {
+    Status st = SetListenerKey(it->second->session->config(), true);
+    if (!st.ok()) LOG_WARN("bgp: removing the listener md5 key").With("error", st.message());
+  }
   for (const auto& [prefix, r] : it->second->adj_rib_in) {
     Notify(*it->second->session, prefix, nullptr);
   }
@@ -343,6 +378,7 @@ void Speaker::OnDown(Session* s, bool was_established, bool graceful) {
   }
   auto routes = std::move(p->adj_rib_in);
   p->adj_rib_in.clear();
+  p->rib_in_count = {};
   for (const auto& [prefix, r] : routes) Notify(*s, prefix, nullptr);
 }
 
@@ -351,6 +387,7 @@ void Speaker::PurgeStale(Peer& p, std::optional<Afi> afi) {
   for (auto it = p.adj_rib_in.begin(); it != p.adj_rib_in.end();) {
     if (it->second.stale && (!afi || it->first.afi == *afi)) {
       gone.push_back(it->first);
+      --p.rib_in_count[static_cast<size_t>(it->first.afi)];
       it = p.adj_rib_in.erase(it);
     } else {
       ++it;
@@ -362,19 +399,50 @@ void Speaker::PurgeStale(Peer& p, std::optional<Afi> afi) {
   if (!any_stale) p.stale_timer->cancel();
 }
 
+void Speaker::EraseRibIn(Peer& p, std::map<Prefix, ReceivedRoute>::iterator it) {
+  const Prefix prefix = it->first;
+  --p.rib_in_count[static_cast<size_t>(prefix.afi)];
+  p.adj_rib_in.erase(it);
+  Notify(*p.session, prefix, nullptr);
+}
+
 void Speaker::OnUpdate(Session* s, const UpdateMessage& u) {
   Peer* p = PeerOf(s);
   if (!p) return;
   for (const Prefix& prefix : u.withdrawn) {
-    if (p->adj_rib_in.erase(prefix) > 0) Notify(*s, prefix, nullptr);
+    if (auto it = p->adj_rib_in.find(prefix); it != p->adj_rib_in.end()) EraseRibIn(*p, it);
   }
   if (u.treat_as_withdraw) {
     for (const Prefix& prefix : u.nlri) {
-      if (p->adj_rib_in.erase(prefix) > 0) Notify(*s, prefix, nullptr);
+      if (auto it = p->adj_rib_in.find(prefix); it != p->adj_rib_in.end()) EraseRibIn(*p, it);
     }
   } else {
+    // max_prefixes_received: the prefixes this UPDATE adds, per AFI, are
+    // checked before any is installed; over the limit, the session closes
+    // (Cease/1) and its routes go.
+    if (const uint32_t limit = s->config().max_prefixes_received; limit > 0) {
+      std::array<size_t, 3> added{};
+      for (const Prefix& prefix : u.nlri) {
+        if (!p->adj_rib_in.count(prefix)) ++added[static_cast<size_t>(prefix.afi)];
+      }
+      for (Afi afi : {Afi::kIpv4, Afi::kIpv6}) {
+        const auto i = static_cast<size_t>(afi);
+        if (added[i] == 0 || p->rib_in_count[i] + added[i] <= limit) continue;
+        if (u.nlri.size() > 1) {  // The same prefix twice in one UPDATE counts once.
+          std::set<Prefix> distinct;
+          for (const Prefix& prefix : u.nlri) {
+            if (prefix.afi == afi && !p->adj_rib_in.count(prefix)) distinct.insert(prefix);
+          }
+          if (p->rib_in_count[i] + distinct.size() <= limit) continue;
+        }
+        s->CloseForMaxPrefixes(afi, limit);
+        return;
+      }
+    }
     for (const Prefix& prefix : u.nlri) {
-      ReceivedRoute& r = p->adj_rib_in[prefix];
+      auto [it, added] = p->adj_rib_in.try_emplace(prefix);
+      if (added) ++p->rib_in_count[static_cast<size_t>(prefix.afi)];
+      ReceivedRoute& r = it->second;
       r.attrs = u.attrs;
       r.stale = false;
       Notify(*s, prefix, &r.attrs);

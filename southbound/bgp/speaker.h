@@ -66,7 +66,9 @@ class Speaker : public SessionHandler {
   const SpeakerConfig& config() const { return config_; }
 
   // Adds and starts a session. INVALID_ARGUMENT on a bad config or a
-  // duplicate name.
+  // duplicate name. With a listener, the session's MD5 key is set on it for
+  // the peer address (UNAVAILABLE when the kernel refuses). Connections
+  // from addresses no session is configured for are closed on accept.
   Status AddPeer(const PeerConfig& peer);
   void RemovePeer(const std::string& name);
 
@@ -105,10 +107,17 @@ class Speaker : public SessionHandler {
     // shared by the prefixes sent with the same attributes.
     std::map<Prefix, std::shared_ptr<const Bytes>> adj_rib_out;
     std::map<Prefix, ReceivedRoute> adj_rib_in;
+    // Prefixes in adj_rib_in per AFI (index 1 IPv4, 2 IPv6), for
+    // max_prefixes_received.
+    std::array<size_t, 3> rib_in_count{};
     std::unique_ptr<boost::asio::steady_timer> stale_timer;
     bool eor_sent = false;
   };
   void DoAccept();
+  // Installs the MD5 key of `peer` (empty: removes it) on the listener.
+  Status SetListenerKey(const PeerConfig& peer, bool remove);
+  // Erases one Adj-RIB-In route and tells the listeners.
+  void EraseRibIn(Peer& p, std::map<Prefix, ReceivedRoute>::iterator it);
   Peer* PeerOf(const Session* s);
   // Computes the session's export and sends the difference: one DPF export
   // and attribute encoding per export class, the prefixes that share

@@ -55,8 +55,15 @@ PeerConfig ParsePeer(std::map<std::string, std::string> kv, const ToolOptions& o
   p.restart_time_s = static_cast<uint16_t>(
       std::stoul(get("restart_time", std::to_string(options.default_restart_time_s))));
   p.graceful_restart = get("gr", "1") == "1";
-  p.connect_retry = std::chrono::milliseconds(500);
+  p.connect_retry = std::chrono::milliseconds(std::stoul(get("connect_retry_ms", "500")));
   p.idle_hold = std::chrono::milliseconds(200);
+  p.local_address = kv["local"];
+  p.ttl = std::stoi(get("ttl", "0"));
+  p.md5_password = kv["md5"];
+  p.ttl_security_hops = std::stoi(get("gtsm", "0"));
+  p.max_prefixes_received = static_cast<uint32_t>(std::stoul(get("max_prefixes", "0")));
+  p.max_prefix_restart =
+      std::chrono::milliseconds(std::stoul(get("max_prefix_restart_ms", "60000")));
   return p;
 }
 
@@ -146,6 +153,10 @@ std::string StatusJson(const Speaker& sp, const RouteJson& route_json) {
       << ",\"attributes_discarded\":" << c.attributes_discarded
       << ",\"end_of_rib_in\":" << c.end_of_rib_in
       << ",\"established_transitions\":" << c.established_transitions << ",\"flaps\":" << c.flaps
+      << ",\"max_prefix_teardowns\":" << c.max_prefix_teardowns
+      << ",\"connect_failures\":" << c.connect_failures
+      << ",\"socket_option_errors\":" << c.socket_option_errors
+      << ",\"held_down\":" << (s->held_down() ? "true" : "false")
       << ",\"notifications_sent\":" << CounterMap(c.notifications_sent)
       << ",\"notifications_received\":" << CounterMap(c.notifications_received) << "}";
     o << ",\"rib_in\":[";

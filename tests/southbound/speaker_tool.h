@@ -5,6 +5,8 @@
 //   TOOL --router-id 10.0.0.1 [--listen-port N|-1] [--restarting]
 //     --peer name=P,local_as=A,peer_as=B[,addr=127.0.0.1][,port=179][,passive=0|1]
 //            [,color=C][,next_hop=IP][,via=V][,device=D][,hold=9][,restart_time=S][,gr=0|1]
+//            [,local=IP][,ttl=N][,md5=PASSWORD][,gtsm=HOPS][,max_prefixes=N]
+//            [,max_prefix_restart_ms=MS][,connect_retry_ms=500]
 //   stdin:  route PREFIX [color=X] [backup=Y] [backup_aigp=N] [lbw=VIA:BYTES_PER_S]
 //                 [large=A:B:C] [nnhn=VIA:NH_ID[:NNH_ID...]]... [med=N]
 //                 (nnhn: as OriginatedRoute::nnhn_by_via; a session whose via
@@ -47,7 +49,8 @@ std::string Quote(const std::string& s);
 // notifications_in, messages_in/out and notifications_sent/received (maps
 // type/code -> count), prefixes_announced/withdrawn_in/out,
 // treat_as_withdraw, attributes_discarded, end_of_rib_in,
-// established_transitions, flaps}, "rib_in": [route_json...], "rib_out":
+// established_transitions, flaps, max_prefix_teardowns, connect_failures,
+// socket_option_errors, held_down}, "rib_in": [route_json...], "rib_out":
 // [prefix...]}]}. Speaker thread.
 std::string StatusJson(const Speaker& sp, const RouteJson& route_json);
 
