@@ -59,20 +59,6 @@ bool ReadCredentials(const std::string& ref, std::string* user, std::string* pas
   return true;
 }
 
-}  // namespace
-
-bool GlobMatch(const std::string& pattern, const std::string& text) {
-  return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
-}
-
-bool ResolveInventory(const v1::LoomdConfig& config, const v1::Topology& topology,
-                      const telemetry::ProfileSet& profiles, Inventory* out, std::string* error) {
-  std::map<std::string, v1::DeviceRole> roles;
-  for (const auto& d : topology.devices()) roles[d.id()] = d.role();
-  out->devices.clear();
-  for (const auto& d : topology.devices()) out->devices[d.id()].set_id(d.id());
-  // Legacy single-server and per-target fields.
-  if (!config.telemetry_address().empty()) {
 // A BGP session password from its reference: "env:VAR" or "file:PATH", the
 // first line of either (a trailing CR is dropped).
 bool ReadBgpPassword(const std::string& ref, std::string* password, std::string* error) {
@@ -110,6 +96,20 @@ bool ReadBgpPassword(const std::string& ref, std::string* password, std::string*
   return true;
 }
 
+}  // namespace
+
+bool GlobMatch(const std::string& pattern, const std::string& text) {
+  return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+bool ResolveInventory(const v1::LoomdConfig& config, const v1::Topology& topology,
+                      const telemetry::ProfileSet& profiles, Inventory* out, std::string* error) {
+  std::map<std::string, v1::DeviceRole> roles;
+  for (const auto& d : topology.devices()) roles[d.id()] = d.role();
+  out->devices.clear();
+  for (const auto& d : topology.devices()) out->devices[d.id()].set_id(d.id());
+  // Legacy single-server and per-target fields.
+  if (!config.telemetry_address().empty()) {
     for (const auto& d : topology.devices()) {
       if (!IsSwitch(d.role())) continue;
       auto* g = out->devices[d.id()].mutable_gnmi();
@@ -354,6 +354,29 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
                  "listen for BGP)";
         return false;
       }
+      std::string md5_password;
+      if (!b.md5_password_ref().empty()) {
+        std::string e;
+        if (!ReadBgpPassword(b.md5_password_ref(), &md5_password, &e)) {
+          *error = where + ".md5_password_ref: " + e;
+          return false;
+        }
+      }
+      if (b.ttl_security_hops() > 254) {
+        *error = where + ".ttl_security_hops: " + std::to_string(b.ttl_security_hops()) +
+                 " is not 1..254 (0 = off)";
+        return false;
+      }
+      if (b.ttl_security_hops() > 0 && b.multihop()) {
+        *error = where +
+                 ".ttl_security_hops and bgp.multihop: set one or the other (GTSM sends with TTL "
+                 "255 and bounds the hops itself)";
+        return false;
+      }
+      if (b.max_prefixes_restart_s() > 86400) {
+        *error = where + ".max_prefixes_restart_s: at most 86400 (one day)";
+        return false;
+      }
       const bool v6 = boost::asio::ip::make_address(address, ec).is_v6();
       std::set<std::pair<uint32_t, std::string>> seen_sessions;
       uint32_t peer_as = b.peer_as();
@@ -389,29 +412,6 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
           return false;
         }
         if (!seen_sessions.insert({color, cs.via()}).second) {
-      std::string md5_password;
-      if (!b.md5_password_ref().empty()) {
-        std::string e;
-        if (!ReadBgpPassword(b.md5_password_ref(), &md5_password, &e)) {
-          *error = where + ".md5_password_ref: " + e;
-          return false;
-        }
-      }
-      if (b.ttl_security_hops() > 254) {
-        *error = where + ".ttl_security_hops: " + std::to_string(b.ttl_security_hops()) +
-                 " is not 1..254 (0 = off)";
-        return false;
-      }
-      if (b.ttl_security_hops() > 0 && b.multihop()) {
-        *error = where +
-                 ".ttl_security_hops and bgp.multihop: set one or the other (GTSM sends with TTL "
-                 "255 and bounds the hops itself)";
-        return false;
-      }
-      if (b.max_prefixes_restart_s() > 86400) {
-        *error = where + ".max_prefixes_restart_s: at most 86400 (one day)";
-        return false;
-      }
           *error = sw + ": color " + std::to_string(color) + " via " + cs.via() +
                    " is listed twice (defaults and the device entry both add sessions)";
           return false;
@@ -455,6 +455,11 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
         p.next_hop = cs.next_hop();
         p.via = cs.via();
         p.ttl = b.multihop() ? 255 : 1;
+        p.md5_password = md5_password;
+        p.ttl_security_hops = static_cast<int>(b.ttl_security_hops());
+        p.max_prefixes_received = b.max_prefixes_received() == 0 ? 1000 : b.max_prefixes_received();
+        p.max_prefix_restart =
+            std::chrono::seconds(b.max_prefixes_restart_s() == 0 ? 60 : b.max_prefixes_restart_s());
         p.graceful_restart = true;
         p.restart_time_s =
             static_cast<uint16_t>(b.graceful_restart_s() == 0 ? 120 : b.graceful_restart_s());
@@ -490,11 +495,6 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
       a.address = address;
       a.adapter = st.adapter();
       a.target = entry.gnmi().target_name();
-        p.md5_password = md5_password;
-        p.ttl_security_hops = static_cast<int>(b.ttl_security_hops());
-        p.max_prefixes_received = b.max_prefixes_received() == 0 ? 1000 : b.max_prefixes_received();
-        p.max_prefix_restart =
-            std::chrono::seconds(b.max_prefixes_restart_s() == 0 ? 60 : b.max_prefixes_restart_s());
       // The address each spine is reached at: the BGP sessions' next hops.
       for (const auto& cs : entry.bgp().sessions()) {
         if (!cs.next_hop().empty()) a.next_hop_addresses[cs.via()] = cs.next_hop();
