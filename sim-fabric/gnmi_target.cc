@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <thread>
 #include <utility>
 
 #include "common/log.h"
 #include "gnmi/gnmi.grpc.pb.h"
+#include "telemetry/gnmi_tls.h"
 
 namespace loom::sim {
 namespace {
@@ -21,6 +24,30 @@ grpc::Status ToGrpc(const Status& s) {
 
 const grpc::Status kNoData(grpc::StatusCode::UNAVAILABLE,
                            "the emulator has not published data yet");
+
+// Compares without an early exit on the first differing byte.
+bool SameSecret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+std::string Metadata(const grpc::CallbackServerContext* ctx, const char* key) {
+  auto it = ctx->client_metadata().find(key);
+  if (it == ctx->client_metadata().end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
 
 }  // namespace
 
@@ -231,15 +258,46 @@ class GnmiTarget::SubscribeReactor final
   grpc::Status final_status_;
 };
 
+// A Subscribe refused before it starts (wrong credentials).
+class GnmiTarget::RejectReactor final
+    : public grpc::ServerBidiReactor<gnmi::SubscribeRequest, gnmi::SubscribeResponse> {
+ public:
+  explicit RejectReactor(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 // ------------------------------------------------------------------ service
 
 class GnmiTarget::Service final : public gnmi::gNMI::CallbackService {
  public:
   explicit Service(GnmiTarget* target) : target_(target) {}
 
+  // OK when the target wants no credentials or the call carries the right ones.
+  grpc::Status CheckCredentials(const grpc::CallbackServerContext* ctx) const {
+    const auto& o = target_->options_;
+    if (o.username.empty()) return grpc::Status::OK;
+    const std::string user = Metadata(ctx, "username");
+    if (user.empty()) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "this gNMI target requires username and password metadata");
+    }
+    const bool user_ok = SameSecret(user, o.username);
+    const bool password_ok = SameSecret(Metadata(ctx, "password"), o.password);
+    if (!user_ok || !password_ok) {
+      LOG_WARN("gnmi target: wrong credentials").With("peer", ctx->peer());
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong username or password");
+    }
+    return grpc::Status::OK;
+  }
+
   grpc::ServerUnaryReactor* Capabilities(grpc::CallbackServerContext* ctx,
                                          const gnmi::CapabilityRequest* /*req*/,
                                          gnmi::CapabilityResponse* resp) override {
+    if (grpc::Status auth = CheckCredentials(ctx); !auth.ok()) {
+      grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+      r->Finish(auth);
+      return r;
+    }
     *resp = target_->behaviour_ ? target_->behaviour_->Capabilities() : CapabilitiesResponse();
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
     r->Finish(grpc::Status::OK);
@@ -249,6 +307,10 @@ class GnmiTarget::Service final : public gnmi::gNMI::CallbackService {
   grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const gnmi::GetRequest* req,
                                 gnmi::GetResponse* resp) override {
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    if (grpc::Status auth = CheckCredentials(ctx); !auth.ok()) {
+      r->Finish(auth);
+      return r;
+    }
     if (target_->config_ != nullptr &&
         (req->type() == gnmi::GetRequest::CONFIG || req->type() == gnmi::GetRequest::OPERATIONAL)) {
       Status s = target_->config_->Get(*req, resp);
@@ -271,6 +333,10 @@ class GnmiTarget::Service final : public gnmi::gNMI::CallbackService {
   grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* ctx, const gnmi::SetRequest* req,
                                 gnmi::SetResponse* resp) override {
     grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    if (grpc::Status auth = CheckCredentials(ctx); !auth.ok()) {
+      r->Finish(auth);
+      return r;
+    }
     if (target_->behaviour_) {
       if (!target_->latest()) {
         r->Finish(kNoData);
@@ -297,7 +363,8 @@ class GnmiTarget::Service final : public gnmi::gNMI::CallbackService {
   }
 
   grpc::ServerBidiReactor<gnmi::SubscribeRequest, gnmi::SubscribeResponse>* Subscribe(
-      grpc::CallbackServerContext* /*ctx*/) override {
+      grpc::CallbackServerContext* ctx) override {
+    if (grpc::Status auth = CheckCredentials(ctx); !auth.ok()) return new RejectReactor(auth);
     {
       std::lock_guard<std::mutex> lock(target_->mu_);
       ++target_->open_;
@@ -320,7 +387,34 @@ Status GnmiTarget::Start() {
   if (server_) return FailedPrecondition("gnmi target already started");
   service_ = std::make_unique<Service>(this);
   grpc::ServerBuilder b;
-  b.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port_);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options_.tls_cert_path.empty() || !options_.tls_key_path.empty() ||
+      !options_.tls_client_ca_path.empty()) {
+    if (options_.tls_cert_path.empty() || options_.tls_key_path.empty()) {
+      return InvalidArgument("gnmi target: TLS needs both a certificate and a key");
+    }
+    if (std::string e = telemetry::CheckPemKeyPair("tls certificate", options_.tls_cert_path,
+                                                   "tls key", options_.tls_key_path);
+        !e.empty()) {
+      return InvalidArgument("gnmi target: " + e);
+    }
+    grpc::SslServerCredentialsOptions so;
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    (void)ReadFile(options_.tls_cert_path, &pair.cert_chain);  // Checked above.
+    (void)ReadFile(options_.tls_key_path, &pair.private_key);
+    so.pem_key_cert_pairs.push_back(std::move(pair));
+    if (!options_.tls_client_ca_path.empty()) {
+      if (std::string e =
+              telemetry::CheckPemCertificates("tls client CA", options_.tls_client_ca_path);
+          !e.empty()) {
+        return InvalidArgument("gnmi target: " + e);
+      }
+      (void)ReadFile(options_.tls_client_ca_path, &so.pem_root_certs);
+      so.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    credentials = grpc::SslServerCredentials(so);
+  }
+  b.AddListeningPort(options_.listen_address, credentials, &port_);
   b.RegisterService(service_.get());
   b.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   server_ = b.BuildAndStart();
@@ -328,7 +422,13 @@ Status GnmiTarget::Start() {
     server_.reset();
     return Unavailable("gnmi target: cannot listen on " + options_.listen_address);
   }
-  LOG_INFO("gnmi target listening").With("address", options_.listen_address).With("port", port_);
+  LOG_INFO("gnmi target listening")
+      .With("address", options_.listen_address)
+      .With("port", port_)
+      .With("tls", options_.tls_cert_path.empty()        ? "off"
+                   : options_.tls_client_ca_path.empty() ? "on"
+                                                         : "mutual")
+      .With("credentials", options_.username.empty() ? "none" : "required");
   return Status::Ok();
 }
 

@@ -101,6 +101,16 @@ struct GnmiTargetOptions {
   // Responses queued for one stream beyond which it is ended (slow client).
   size_t max_queued_responses = 65536;
   int max_receive_message_bytes = 4 * 1024 * 1024;
+  // TLS: the server certificate (PEM chain) and its key; both empty =
+  // plaintext. With tls_client_ca_path, clients must present a certificate
+  // that CA signed (mutual TLS). The files are read at Start().
+  std::string tls_cert_path;
+  std::string tls_key_path;
+  std::string tls_client_ca_path;
+  // When `username` is set, every RPC must carry the gNMI "username" and
+  // "password" metadata with these values; others end UNAUTHENTICATED.
+  std::string username;
+  std::string password;
 };
 
 // GnmiTarget: role — the gRPC gNMI server in front of a stepped Fabric.
@@ -121,7 +131,7 @@ class GnmiTarget {
     behaviour_ = std::move(behaviour);
   }
   // Binds and starts serving. Requests before the first Publish() get
-  // UNAVAILABLE.
+  // UNAVAILABLE. INVALID_ARGUMENT names a TLS file that cannot be used.
   Status Start();
   // Cancels every stream and stops the server. Idempotent.
   void Stop();
@@ -138,6 +148,7 @@ class GnmiTarget {
  private:
   class Service;
   class SubscribeReactor;
+  class RejectReactor;
   friend class Service;
   friend class SubscribeReactor;
 

@@ -95,6 +95,12 @@ constexpr char kUsage[] =
     "  --duration D       stop at this virtual time: 10s, 500ms, 250us, 1000ns or seconds;\n"
     "                     0 = run until SIGINT/SIGTERM (default with --gnmi-listen)\n"
     "  --gnmi-tick-ns N   snapshot period = smallest sample interval (default 1000000)\n"
+    "  --gnmi-tls-cert FILE, --gnmi-tls-key FILE  serve gNMI over TLS with this server\n"
+    "                     certificate (PEM chain) and key (plaintext without them)\n"
+    "  --gnmi-tls-client-ca FILE  with TLS: require client certificates signed by this CA\n"
+    "  --gnmi-credentials FILE  first line \"user:password\": every gNMI RPC must carry them\n"
+    "                     as \"username\"/\"password\" metadata (else UNAUTHENTICATED)\n"
+    "                     (the --personality targets stay plaintext without credentials)\n"
     "\n"
     "outputs: DIR/links.csv (per-interface utilisation, queue depth, pause state),\n"
     "         DIR/qps.csv (per-QP DCQCN rate), DIR/queues.csv (per-queue depth: device,\n"
@@ -239,7 +245,8 @@ int main(int argc, char** argv) {
   if (!flags.Parse(
           static_cast<int>(args.size()), args.data(), 1,
           {"out", "duration-ns", "seed", "step-ns", "sample-ns", "gnmi-listen", "ready-file",
-           "speed", "duration", "gnmi-tick-ns", "bgp-listen", "loom-as", "profile-dir", "yang-dir"},
+           "speed", "duration", "gnmi-tick-ns", "bgp-listen", "loom-as", "profile-dir", "yang-dir",
+           "gnmi-tls-cert", "gnmi-tls-key", "gnmi-tls-client-ca", "gnmi-credentials"},
           {"help", "no-progress", "realtime"}, &error)) {
     std::fprintf(stderr, "loom-fabric: %s\n%s", error.c_str(), kUsage);
     return 2;
@@ -343,6 +350,35 @@ int main(int argc, char** argv) {
       go.min_sample_interval_ns = tick_ns;
       GnmiTargetOptions to;
       to.listen_address = gnmi_listen;
+      to.tls_cert_path = flags.Get("gnmi-tls-cert");
+      to.tls_key_path = flags.Get("gnmi-tls-key");
+      to.tls_client_ca_path = flags.Get("gnmi-tls-client-ca");
+      if (to.tls_cert_path.empty() != to.tls_key_path.empty() ||
+          (!to.tls_client_ca_path.empty() && to.tls_cert_path.empty())) {
+        std::fprintf(stderr,
+                     "loom-fabric: --gnmi-tls-cert and --gnmi-tls-key go together "
+                     "(--gnmi-tls-client-ca needs them)\n");
+        return 2;
+      }
+      if (flags.Has("gnmi-credentials")) {
+        std::ifstream in(flags.Get("gnmi-credentials"));
+        std::string line;
+        if (!in || !std::getline(in, line)) {
+          std::fprintf(stderr, "loom-fabric: --gnmi-credentials: cannot read %s\n",
+                       flags.Get("gnmi-credentials").c_str());
+          return 2;
+        }
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+        const size_t colon = line.find(':');
+        if (colon == std::string::npos || colon == 0) {
+          std::fprintf(stderr,
+                       "loom-fabric: --gnmi-credentials: the first line must be "
+                       "user:password\n");
+          return 2;
+        }
+        to.username = line.substr(0, colon);
+        to.password = line.substr(colon + 1);
+      }
       target = std::make_unique<GnmiTarget>(go, to);
     }
     // The loop is built once the personality targets exist; Sets reach the
@@ -402,7 +438,7 @@ int main(int argc, char** argv) {
       loom::Status st = target->Start();
       if (!st.ok()) {
         std::fprintf(stderr, "loom-fabric: %s\n", st.message().c_str());
-        return 1;
+        return st.code() == loom::StatusCode::kInvalidArgument ? 2 : 1;
       }
       std::printf("gnmi target listening on %s (port %d), %zu targets\n", gnmi_listen.c_str(),
                   target->port(), fab->Devices().size());

@@ -94,10 +94,18 @@ bool SameTarget(const TargetConfig& a, const TargetConfig& b) {
          subs_equal(a.subscriptions, b.subscriptions) && profiles_equal &&
          a.encodings == b.encodings && a.request_target == b.request_target &&
          a.sample_interval_ns == b.sample_interval_ns && a.aliases == b.aliases &&
-         a.username == b.username && a.password == b.password && a.signals == b.signals;
+         a.username == b.username && a.password == b.password && a.signals == b.signals &&
+         a.tls == b.tls;
 }
 
 namespace {
+
+// A connection failure to a TLS target says so, with the settings in use
+// (the handshake error gRPC reports does not name the CA or server name).
+std::string WithTlsContext(const TargetConfig& c, int code, const std::string& error) {
+  if (!c.tls.enabled || code != static_cast<int>(grpc::StatusCode::UNAVAILABLE)) return error;
+  return error + " [connection over " + c.tls.Describe() + "]";
+}
 
 // Status codes with which a target refuses a request (as opposed to failing
 // to serve it): the request will fail the same way if repeated.
@@ -212,6 +220,9 @@ struct Collector::Target {
   std::mutex tr_mu;  // Guards translator and aliases (gRPC threads).
   std::map<std::string, gnmi::Path> aliases;
   std::map<std::string, std::pair<bool, TimeNs>> told;  // signal -> last availability told
+  // Channel credentials, made once (a TLS file watcher re-reads the
+  // certificates by itself); every channel of the target shares them.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
   bool told_connected = false;
   TimeNs window_start = 0;  // Rate limit window (Clock time).
   uint64_t window_updates = 0;
@@ -348,6 +359,7 @@ std::unique_ptr<Collector::Target> Collector::MakeTarget(const TargetConfig& cfg
   t->health.name = cfg.name;
   t->health.address = cfg.address;
   t->health.next_attempt_ns = now;
+  t->credentials = southbound::gnmi::GnmiChannelCredentials(cfg.tls, nullptr);
   if (cfg.profile == nullptr) {
     auto s = std::make_unique<Stream>();
     s->next_attempt = now;
@@ -541,7 +553,12 @@ std::shared_ptr<grpc::Channel> Collector::NewChannel(const Target& t) const {
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   }
-  return grpc::CreateCustomChannel(t.config.address, grpc::InsecureChannelCredentials(), args);
+  auto credentials = t.credentials;
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
+  if (t.config.tls.enabled && !t.config.tls.server_name.empty()) {
+    args.SetSslTargetNameOverride(t.config.tls.server_name);
+  }
+  return grpc::CreateCustomChannel(t.config.address, credentials, args);
 }
 
 void Collector::SupervisorLoop() {
@@ -672,7 +689,7 @@ void Collector::OnCaps(Target& t, int code, const std::string& error, std::vecto
   } else if (code == static_cast<int>(grpc::StatusCode::UNIMPLEMENTED)) {
     ParseEncoding(prefs[0], &t.encoding);  // No Capabilities: assume the preferred one.
   } else {
-    fail = "Capabilities: " + error;
+    fail = "Capabilities: " + WithTlsContext(t.config, code, error);
   }
   if (!fail.empty()) {
     ++t.health.stream_errors;
@@ -1029,6 +1046,7 @@ void Collector::OnCallDone(Target& t, Stream& s, int code, const std::string& er
       const TimeNs now = clock_->Now();
       const bool target_was_connected = t.health.connected;
       ++t.health.stream_errors;
+      error = WithTlsContext(t.config, code, error);
       t.health.last_error = error;
       (void)was_connected;
       t.health.consecutive_failures =

@@ -78,6 +78,7 @@
 #include "common/status.h"
 #include "gnmi/gnmi.pb.h"
 #include "loom/v1/telemetry_profile.pb.h"
+#include "southbound/gnmi/gnmi_tls.h"
 #include "telemetry/sink.h"
 
 namespace grpc {
@@ -98,7 +99,7 @@ std::vector<SubscriptionSpec> NicSubscriptions(TimeNs sample_interval_ns);
 
 struct TargetConfig {
   std::string name;                             // Device id; sent as the request's prefix target.
-  std::string address;                          // "host:port". Plaintext for now (TLS later).
+  std::string address;                          // "host:port".
   std::vector<SubscriptionSpec> subscriptions;  // Plain mode only.
 
   // Profile mode.
@@ -109,6 +110,9 @@ struct TargetConfig {
   std::unordered_map<std::string, std::string> aliases;  // Interface alias -> name.
   std::string username;  // gNMI "username"/"password" call metadata, if set.
   std::string password;
+  // Plaintext or TLS (southbound/gnmi/gnmi_tls.h). A connection that fails
+  // over TLS is reported with the TLS settings in last_error.
+  southbound::gnmi::GnmiTls tls;
   // Catalogue signals that apply to the device (its role); empty = all.
   // Others are neither subscribed nor reported.
   std::vector<std::string> signals;

@@ -1,15 +1,25 @@
 #include "api/services/http_server.h"
 
 #include <google/protobuf/util/json_util.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
 #include <prometheus/text_serializer.h>
 
+#include <array>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -20,6 +30,7 @@
 #include "common/log.h"
 #include "common/text.h"
 #include "controller/core/request_limits.h"
+#include "telemetry/gnmi_tls.h"
 
 namespace loom::api {
 
@@ -132,6 +143,199 @@ struct HttpReply {
   std::string body;
 };
 
+// ------------------------------------------------------------ authentication
+
+using Digest = std::array<unsigned char, 32>;
+
+Digest Sha256(std::string_view data) {
+  Digest d{};
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), d.data(), &len, EVP_sha256(), nullptr);
+  return d;
+}
+
+bool SameDigest(const Digest& a, const Digest& b) {
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+bool ParseHexDigest(std::string_view hex, Digest* out) {
+  if (hex.size() != 64) return false;
+  for (size_t i = 0; i < 32; ++i) {
+    unsigned v = 0;
+    auto [p, ec] = std::from_chars(hex.data() + 2 * i, hex.data() + 2 * i + 2, v, 16);
+    if (ec != std::errc() || p != hex.data() + 2 * i + 2) return false;
+    (*out)[i] = static_cast<unsigned char>(v);
+  }
+  return true;
+}
+
+// Standard base64 (RFC 4648, padding optional); false on a bad character.
+bool Base64Decode(std::string_view in, std::string* out) {
+  out->clear();
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v;
+    if (c >= 'A' && c <= 'Z') {
+      v = c - 'A';
+    } else if (c >= 'a' && c <= 'z') {
+      v = c - 'a' + 26;
+    } else if (c >= '0' && c <= '9') {
+      v = c - '0' + 52;
+    } else if (c == '+') {
+      v = 62;
+    } else if (c == '/') {
+      v = 63;
+    } else if (c == '=') {
+      break;
+    } else {
+      return false;
+    }
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out->push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return true;
+}
+
+bool ReadTextFile(const std::string& path, std::string* out, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = "cannot read " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  if (out->size() > (1u << 20)) {
+    *error = path + " is over 1 MiB";
+    return false;
+  }
+  return true;
+}
+
+struct AuthConfig {
+  struct User {
+    Digest user;
+    Digest password;
+  };
+  std::vector<User> users;
+  std::optional<Digest> token;
+  bool enabled() const { return !users.empty() || token.has_value(); }
+};
+
+Status LoadAuth(const v1::MetricsSecurityConfig& sec, AuthConfig* out) {
+  *out = AuthConfig();
+  std::string text, error;
+  if (!sec.basic_auth_users_path().empty()) {
+    const std::string field = "metrics_security.basic_auth_users_path";
+    if (!ReadTextFile(sec.basic_auth_users_path(), &text, &error)) {
+      return InvalidArgument(field + ": " + error);
+    }
+    std::istringstream in(text);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
+        line.pop_back();
+      }
+      if (line.empty() || line[0] == '#') continue;
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos || colon == 0) {
+        return InvalidArgument(field + ": line " + std::to_string(n) +
+                               ": not user:password nor user:{SHA256}<hex>");
+      }
+      AuthConfig::User u;
+      u.user = Sha256(std::string_view(line).substr(0, colon));
+      const std::string_view pw = std::string_view(line).substr(colon + 1);
+      constexpr std::string_view kSha = "{SHA256}";
+      if (pw.substr(0, kSha.size()) == kSha) {
+        if (!ParseHexDigest(pw.substr(kSha.size()), &u.password)) {
+          return InvalidArgument(field + ": line " + std::to_string(n) +
+                                 ": {SHA256} must be followed by 64 hex digits");
+        }
+      } else if (pw.empty()) {
+        return InvalidArgument(field + ": line " + std::to_string(n) + ": empty password");
+      } else {
+        u.password = Sha256(pw);
+      }
+      out->users.push_back(u);
+    }
+    if (out->users.empty()) return InvalidArgument(field + ": no user in the file");
+  }
+  if (!sec.bearer_token_path().empty()) {
+    const std::string field = "metrics_security.bearer_token_path";
+    if (!ReadTextFile(sec.bearer_token_path(), &text, &error)) {
+      return InvalidArgument(field + ": " + error);
+    }
+    std::string token = text.substr(0, text.find('\n'));
+    while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+    if (token.size() < 16) {
+      return InvalidArgument(field + ": the token (first line) must be at least 16 characters");
+    }
+    out->token = Sha256(token);
+  }
+  return Status();
+}
+
+// "" when `authorization` (the header's value) matches; else "missing" or "wrong".
+const char* CheckAuthorization(const AuthConfig& auth, std::string_view authorization) {
+  const size_t sp = authorization.find(' ');
+  if (authorization.empty() || sp == std::string_view::npos) return "missing";
+  std::string scheme(authorization.substr(0, sp));
+  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string_view value = authorization.substr(sp + 1);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (scheme == "basic" && !auth.users.empty()) {
+    std::string decoded;
+    if (!Base64Decode(value, &decoded)) return "wrong";
+    const size_t colon = decoded.find(':');
+    if (colon == std::string::npos) return "wrong";
+    const Digest user = Sha256(std::string_view(decoded).substr(0, colon));
+    const Digest password = Sha256(std::string_view(decoded).substr(colon + 1));
+    bool ok = false;
+    for (const auto& u : auth.users) {  // Every entry: no early exit.
+      ok |= SameDigest(u.user, user) & SameDigest(u.password, password);
+    }
+    return ok ? "" : "wrong";
+  }
+  if (scheme == "bearer" && auth.token) {
+    return SameDigest(*auth.token, Sha256(value)) ? "" : "wrong";
+  }
+  return "wrong";
+}
+
+// ------------------------------------------------------------------- TLS
+
+std::shared_ptr<asio::ssl::context> MakeTlsContext(const v1::MetricsSecurityConfig& sec,
+                                                   std::string* error) {
+  try {
+    auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+    ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                     asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                     asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use);
+    SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+    ctx->use_certificate_chain_file(sec.tls_cert_path());
+    ctx->use_private_key_file(sec.tls_key_path(), asio::ssl::context::pem);
+    if (!sec.tls_client_ca_path().empty()) {
+      ctx->load_verify_file(sec.tls_client_ca_path());
+      ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+    }
+    return ctx;
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return nullptr;
+  }
+}
+
+std::filesystem::file_time_type MTime(const std::string& path) {
+  std::error_code ec;
+  auto t = std::filesystem::last_write_time(path, ec);
+  return ec ? std::filesystem::file_time_type::min() : t;
+}
+
 HttpReply Error(http::status status, const std::string& message) {
   return {status, "application/json", "{\"error\":" + JsonString(message) + "}\n"};
 }
@@ -157,7 +361,44 @@ struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
                     .Name("loom_http_connections_refused_total")
                     .Help("Connections to the metrics port closed at accept: over the limit")
                     .Register(registry)
-                    .Add({})) {}
+                    .Add({})),
+        auth_failures(prometheus::BuildCounter()
+                          .Name("loom_http_auth_failures_total")
+                          .Help("Requests on the metrics port answered 401: Authorization "
+                                "header missing (or of a scheme not configured) or wrong")
+                          .Register(registry)),
+        tls_failures(prometheus::BuildCounter()
+                         .Name("loom_http_tls_handshake_failures_total")
+                         .Help("TLS handshakes on the metrics port that failed (bad client "
+                               "certificate, plaintext client, protocol below TLS 1.2)")
+                         .Register(registry)
+                         .Add({})) {}
+
+  // The TLS context for a new connection: re-made when the certificate, key
+  // or client CA file changed (checked at most once a second). A change that
+  // does not load keeps the previous context (logged). Null = plaintext.
+  std::shared_ptr<asio::ssl::context> TlsContext() {
+    std::lock_guard<std::mutex> lock(tls_mu);
+    if (!tls) return nullptr;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - tls_checked < std::chrono::seconds(1)) return tls;
+    tls_checked = now;
+    const auto& sec = options.security;
+    std::array<std::filesystem::file_time_type, 3> m{
+        MTime(sec.tls_cert_path()), MTime(sec.tls_key_path()), MTime(sec.tls_client_ca_path())};
+    if (m == tls_mtimes) return tls;
+    std::string error;
+    if (auto ctx = MakeTlsContext(sec, &error)) {
+      tls = std::move(ctx);
+      tls_mtimes = m;
+      LOG_INFO("metrics port: TLS certificate reloaded").With("cert", sec.tls_cert_path());
+    } else if (m != tls_failed_mtimes) {
+      tls_failed_mtimes = m;
+      LOG_WARN("metrics port: changed TLS files do not load; keeping the previous ones")
+          .With("error", error);
+    }
+    return tls;
+  }
 
   void Count(const std::string& handler, http::status status) {
     const unsigned code = static_cast<unsigned>(status);
@@ -169,6 +410,14 @@ struct HttpServer::State : std::enable_shared_from_this<HttpServer::State> {
   HttpServerOptions options;
   prometheus::Family<prometheus::Counter>& requests;
   prometheus::Counter& refused;
+  prometheus::Family<prometheus::Counter>& auth_failures;
+  prometheus::Counter& tls_failures;
+  AuthConfig auth;  // Set by Start(), read-only afterwards.
+
+  std::mutex tls_mu;  // guards the TLS context and its reload state
+  std::shared_ptr<asio::ssl::context> tls;
+  std::chrono::steady_clock::time_point tls_checked;
+  std::array<std::filesystem::file_time_type, 3> tls_mtimes{}, tls_failed_mtimes{};
 
   asio::io_context io;
   std::optional<tcp::acceptor> acceptor;
@@ -387,31 +636,74 @@ void Route(const std::shared_ptr<State>& st, const std::string& target, std::str
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(std::shared_ptr<State> st, tcp::socket socket)
-      : st_(std::move(st)), stream_(std::move(socket)) {}
+  virtual ~Session() = default;
+  virtual void Start() = 0;
+  virtual void Close() = 0;
+};
 
-  void Start() { Read(); }
-  void Close() {
+namespace {
+
+// One connection: plaintext (beast::tcp_stream) or TLS
+// (beast::ssl_stream<beast::tcp_stream>, handshake first).
+template <class Stream>
+class HttpSession final : public Session {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  HttpSession(std::shared_ptr<State> st, tcp::socket socket,
+              std::shared_ptr<asio::ssl::context> tls)
+      : st_(std::move(st)), tls_(std::move(tls)), stream_(MakeStream(std::move(socket), tls_)) {}
+
+  void Start() override {
+    if constexpr (kTls) {
+      beast::get_lowest_layer(stream_).expires_after(st_->options.io_timeout);
+      stream_.async_handshake(
+          asio::ssl::stream_base::server, [self = Self()](beast::error_code ec) {
+            if (ec) {
+              self->st_->tls_failures.Increment();
+              LOG_DEBUG("metrics port: TLS handshake failed").With("error", ec.message());
+              return self->Done();
+            }
+            self->Read();
+          });
+    } else {
+      Read();
+    }
+  }
+  void Close() override {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.close();
+    auto& lowest = beast::get_lowest_layer(stream_);
+    lowest.socket().shutdown(tcp::socket::shutdown_both, ec);
+    lowest.close();
   }
 
  private:
+  static Stream MakeStream(tcp::socket socket, const std::shared_ptr<asio::ssl::context>& tls) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *tls);
+    } else {
+      (void)tls;
+      return Stream(std::move(socket));
+    }
+  }
+  std::shared_ptr<HttpSession> Self() {
+    return std::static_pointer_cast<HttpSession>(shared_from_this());
+  }
+
   void Read() {
     parser_.emplace();
     parser_->header_limit(kMaxRequestBytes);
     parser_->body_limit(kMaxRequestBytes);
-    stream_.expires_after(st_->options.io_timeout);
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+    beast::get_lowest_layer(stream_).expires_after(st_->options.io_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = Self()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
     if (ec) {
       if (ec != http::error::end_of_stream && ec != beast::error::timeout &&
-          ec != asio::error::operation_aborted && ec != asio::error::connection_reset) {
+          ec != asio::error::operation_aborted && ec != asio::error::connection_reset &&
+          ec != asio::ssl::error::stream_truncated) {
         // A malformed request: say what, then close.
         HttpReply r = Error(http::status::bad_request, "bad HTTP request: " + ec.message());
         st_->Count("bad_request", r.status);
@@ -423,6 +715,23 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto& req = parser_->get();
     keep_alive_ = req.keep_alive();
     head_ = req.method() == http::verb::head;
+    if (st_->auth.enabled()) {
+      const auto it = req.find(http::field::authorization);
+      const std::string_view value = it == req.end()
+                                         ? std::string_view()
+                                         : std::string_view(it->value().data(), it->value().size());
+      if (const char* failure = CheckAuthorization(st_->auth, value); *failure != 0) {
+        st_->auth_failures.Add({{"reason", failure}}).Increment();
+        HttpReply r = Error(http::status::unauthorized,
+                            std::string("authentication required: Authorization header ") +
+                                (std::string_view(failure) == "missing" ? "missing" : "rejected"));
+        const std::string challenge = st_->auth.users.empty()
+                                          ? "Bearer realm=\"loomd\""
+                                          : "Basic realm=\"loomd\", charset=\"UTF-8\"";
+        st_->Count("unauthorized", r.status);
+        return Write(std::move(r), false, challenge);
+      }
+    }
     if (req.method() != http::verb::get && !head_) {
       HttpReply r = Error(http::status::method_not_allowed,
                           "the live view is read-only: " + std::string(req.method_string()) +
@@ -431,7 +740,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return Write(std::move(r), true);
     }
     auto handler = std::make_shared<std::string>("unknown");
-    auto self = shared_from_this();
+    auto self = Self();
     Route(st_, std::string(req.target()), handler.get(),
           OnHttpThread(st_, [self, handler](HttpReply r) {
             self->st_->Count(*handler, r.status);
@@ -439,12 +748,14 @@ class Session : public std::enable_shared_from_this<Session> {
           }));
   }
 
-  void Write(HttpReply r, bool allow_methods_header) {
+  void Write(HttpReply r, bool allow_methods_header, const std::string& www_authenticate = "") {
     auto res = std::make_shared<http::response<http::string_body>>(r.status, 11);
     res->set(http::field::server, "loomd");
     res->set(http::field::content_type, r.content_type);
     res->set(http::field::cache_control, "no-store");
     res->set("X-Content-Type-Options", "nosniff");
+    if (!www_authenticate.empty()) res->set(http::field::www_authenticate, www_authenticate);
+    if constexpr (kTls) res->set("Strict-Transport-Security", "max-age=31536000");
     if (r.content_type.rfind("text/html", 0) == 0) {
       res->set("Content-Security-Policy",
                "default-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors "
@@ -457,13 +768,12 @@ class Session : public std::enable_shared_from_this<Session> {
     res->body() = std::move(r.body);
     res->prepare_payload();
     if (head_) res->body().clear();  // Content-Length stays the GET's
-    stream_.expires_after(st_->options.io_timeout);
-    http::async_write(stream_, *res,
-                      [self = shared_from_this(), res](beast::error_code ec, size_t) {
-                        if (ec || !self->keep_alive_) return self->Done();
-                        self->buffer_.consume(self->buffer_.size());
-                        self->Read();
-                      });
+    beast::get_lowest_layer(stream_).expires_after(st_->options.io_timeout);
+    http::async_write(stream_, *res, [self = Self(), res](beast::error_code ec, size_t) {
+      if (ec || !self->keep_alive_) return self->Done();
+      self->buffer_.consume(self->buffer_.size());
+      self->Read();
+    });
   }
 
   void Done() {
@@ -473,12 +783,15 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   std::shared_ptr<State> st_;
-  beast::tcp_stream stream_;
+  std::shared_ptr<asio::ssl::context> tls_;  // Outlives stream_ (declared first).
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool keep_alive_ = false;
   bool head_ = false;
 };
+
+}  // namespace
 
 namespace {
 
@@ -505,8 +818,12 @@ void Accept(const std::shared_ptr<State>& st) {
           if (st->stopped) return;
           if (st->sessions.size() >= st->options.max_connections) {
             st->refused.Increment();
+          } else if (auto tls = st->TlsContext()) {
+            s = std::make_shared<HttpSession<beast::ssl_stream<beast::tcp_stream>>>(
+                st, std::move(socket), std::move(tls));
+            st->sessions.insert(s);
           } else {
-            s = std::make_shared<Session>(st, std::move(socket));
+            s = std::make_shared<HttpSession<beast::tcp_stream>>(st, std::move(socket), nullptr);
             st->sessions.insert(s);
           }
         }
@@ -527,7 +844,48 @@ HttpServer::~HttpServer() { Stop(); }
 
 int HttpServer::port() const { return state_->port; }
 
+Status CheckMetricsSecurity(const v1::MetricsSecurityConfig& sec) {
+  const std::string p = "metrics_security.";
+  if (sec.tls_cert_path().empty() != sec.tls_key_path().empty()) {
+    return InvalidArgument(p + (sec.tls_cert_path().empty() ? "tls_cert_path" : "tls_key_path") +
+                           ": required with " + p +
+                           (sec.tls_cert_path().empty() ? "tls_key_path" : "tls_cert_path"));
+  }
+  if (!sec.tls_client_ca_path().empty() && sec.tls_cert_path().empty()) {
+    return InvalidArgument(p + "tls_client_ca_path: needs tls_cert_path and tls_key_path");
+  }
+  if (!sec.tls_cert_path().empty()) {
+    if (std::string e = telemetry::CheckPemKeyPair(p + "tls_cert_path", sec.tls_cert_path(),
+                                                   p + "tls_key_path", sec.tls_key_path());
+        !e.empty()) {
+      return InvalidArgument(e);
+    }
+    if (!sec.tls_client_ca_path().empty()) {
+      if (std::string e =
+              telemetry::CheckPemCertificates(p + "tls_client_ca_path", sec.tls_client_ca_path());
+          !e.empty()) {
+        return InvalidArgument(e);
+      }
+    }
+    std::string error;
+    if (!MakeTlsContext(sec, &error)) return InvalidArgument(p + "tls_cert_path: " + error);
+  }
+  AuthConfig auth;
+  return LoadAuth(sec, &auth);
+}
+
 Status HttpServer::Start(const std::string& address) {
+  if (Status s = CheckMetricsSecurity(state_->options.security); !s.ok()) return s;
+  if (Status s = LoadAuth(state_->options.security, &state_->auth); !s.ok()) return s;
+  if (!state_->options.security.tls_cert_path().empty()) {
+    std::string error;
+    state_->tls = MakeTlsContext(state_->options.security, &error);
+    if (!state_->tls) return InvalidArgument("metrics_security.tls_cert_path: " + error);
+    const auto& sec = state_->options.security;
+    state_->tls_mtimes = {MTime(sec.tls_cert_path()), MTime(sec.tls_key_path()),
+                          MTime(sec.tls_client_ca_path())};
+    state_->tls_checked = std::chrono::steady_clock::now();
+  }
   const size_t colon = address.rfind(':');
   if (colon == std::string::npos) return Status(StatusCode::kInvalidArgument, "not HOST:PORT");
   std::string host = address.substr(0, colon);
@@ -561,6 +919,14 @@ Status HttpServer::Start(const std::string& address) {
     return Status(StatusCode::kUnavailable, err.message());
   }
   state_->port = state_->acceptor->local_endpoint().port();
+  if (!ip.is_loopback() && (!state_->tls || !state_->auth.enabled())) {
+    LOG_WARN(
+        "metrics port listens beyond loopback without TLS and authentication: anyone who "
+        "reaches it reads the metrics and the live view (metrics_security)")
+        .With("address", address)
+        .With("tls", state_->tls ? "on" : "off")
+        .With("auth", state_->auth.enabled() ? "on" : "off");
+  }
   Accept(state_);
   state_->thread = std::thread([st = state_] {
     for (;;) {

@@ -7,7 +7,8 @@
 // and written asynchronously with a deadline each; a request that needs the
 // controller posts to its strand and the answer comes back to this thread.
 // Nothing blocks here, and only GET/HEAD are served (405 otherwise): the page
-// cannot change anything. Stop() closes the listener and every connection and
+// cannot change anything. Optional TLS and authentication (HttpServerOptions
+// security; docs/security-gnmi-metrics.md). Stop() closes the listener and every connection and
 // returns within a bound whatever the clients do; controller answers that
 // arrive afterwards are dropped.
 #ifndef LOOM_API_SERVICES_HTTP_SERVER_H_
@@ -24,6 +25,7 @@
 
 #include "common/status.h"
 #include "controller/core/controller.h"
+#include "loom/v1/config.pb.h"
 #include "loom/v1/fabric_service.pb.h"
 
 namespace loom::api {
@@ -36,7 +38,22 @@ struct HttpServerOptions {
   // Devices' telemetry sources for /api/v1/devices (loomd's inventory); unset
   // = sync status only.
   std::function<loom::v1::ListDevicesResponse(const std::string& device)> list_devices;
+  // TLS and authentication (LoomdConfig.metrics_security): with a
+  // certificate every connection is TLS 1.2+ (the key and certificate are
+  // re-read when their files change, checked at most once a second as
+  // connections arrive); with users and/or a bearer token every request
+  // needs an Authorization header that matches one of them, else 401 with
+  // WWW-Authenticate (counted in loom_http_auth_failures_total). Passwords
+  // and tokens are compared as SHA-256 digests with CRYPTO_memcmp (no early
+  // exit), against every user.
+  loom::v1::MetricsSecurityConfig security;
 };
+
+// Checks the files `security` names (readable, PEM certificate and matching
+// key, CA, users file syntax, non-empty token) and the pairs (certificate
+// with key, client CA only with TLS). OK or INVALID_ARGUMENT naming the field
+// ("metrics_security.basic_auth_users_path: line 3: ...").
+Status CheckMetricsSecurity(const loom::v1::MetricsSecurityConfig& security);
 
 class HttpServer {
  public:
@@ -50,6 +67,7 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Binds "host:port" (port 0 = any free port) and starts serving.
+  // INVALID_ARGUMENT when options.security does not pass CheckMetricsSecurity.
   Status Start(const std::string& address);
   int port() const;
   void Stop();

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "api/proto_util/number_ranges.h"
+#include "api/services/http_server.h"  // CheckMetricsSecurity
 #include "common/file.h"
 #include "common/flags.h"
 #include "common/log.h"
@@ -269,6 +270,12 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
     *error = "metrics_listen: \"" + config->metrics_listen() + "\" is not HOST:PORT";
     return ConfigResult::kError;
   }
+  // --- metrics port security (metrics_security; docs/security-gnmi-metrics.md) ---
+  if (Status s = loom::api::CheckMetricsSecurity(config->metrics_security()); !s.ok()) {
+    *error = s.message();
+    return ConfigResult::kError;
+  }
+  // --- end of metrics port security ---
   LogLevel level;
   if (!ParseLogLevel(config->log_level(), &level)) {
     *error = "log_level: \"" + config->log_level() + "\" is not debug, info, warn or error";

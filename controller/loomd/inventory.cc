@@ -11,9 +11,23 @@
 
 #include "controller/loomd/config.h"
 #include "southbound/bgp/prefix_plan.h"
+#include "telemetry/gnmi_tls.h"
 
 namespace loom::loomd {
 namespace {
+
+// The device's gNMI TLS settings (config.proto GnmiTlsConfig): unset or
+// insecure = plaintext; otherwise TLS with the files given.
+southbound::gnmi::GnmiTls GnmiTlsOf(const v1::GnmiEndpoint& g) {
+  southbound::gnmi::GnmiTls t;
+  if (!g.has_tls() || g.tls().insecure()) return t;
+  t.enabled = true;
+  t.ca_path = g.tls().ca_path();
+  t.cert_path = g.tls().cert_path();
+  t.key_path = g.tls().key_path();
+  t.server_name = g.tls().server_name();
+  return t;
+}
 
 bool IsSwitch(v1::DeviceRole r) {
   return r == v1::DEVICE_ROLE_LEAF || r == v1::DEVICE_ROLE_SPINE ||
@@ -198,12 +212,19 @@ bool ResolveInventory(const v1::LoomdConfig& config, const v1::Topology& topolog
         return false;
       }
     }
+    // gNMI TLS: insecure excludes the other fields; the files must parse
+    // (a bad file is a configuration error now, not handshake failures later).
     const auto& tls = g->tls();
-    if (g->has_tls() && (!tls.insecure() || !tls.ca_path().empty() || !tls.cert_path().empty() ||
-                         !tls.key_path().empty())) {
+    if (g->has_tls() && tls.insecure() &&
+        (!tls.ca_path().empty() || !tls.cert_path().empty() || !tls.key_path().empty() ||
+         !tls.server_name().empty())) {
       *error = where +
-               ": gnmi.tls: only {\"insecure\": true} is supported so far (TLS comes with the "
-               "security work)";
+               ": gnmi.tls.insecure: true (plaintext) cannot be combined with ca_path, "
+               "cert_path, key_path or server_name (drop insecure to use TLS)";
+      return false;
+    }
+    if (std::string e = telemetry::CheckGnmiTlsFiles(GnmiTlsOf(*g), "gnmi.tls."); !e.empty()) {
+      *error = where + ": " + e;
       return false;
     }
     if (!entry.interface_aliases().empty()) {
@@ -261,6 +282,7 @@ bool BuildTelemetryTargets(const Inventory& inventory, const v1::Topology& topol
     t.sample_interval_ns =
         g.sample_interval_ms() > 0 ? g.sample_interval_ms() * kNsPerMs : sample_interval_ns;
     for (const auto& [alias, name] : entry.interface_aliases()) t.aliases[alias] = name;
+    t.tls = GnmiTlsOf(g);
     if (!g.credentials_ref().empty()) {
       std::string e;
       if (!ReadCredentials(g.credentials_ref(), &t.username, &t.password, &e)) {
@@ -300,6 +322,19 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
     plan_color[{cs.leaf, cs.via}] = cs.color;
   }
   std::set<std::string> local_addresses;
+  // gNMI Set sessions use the device's gnmi.tls and gnmi.credentials_ref, as
+  // its telemetry does.
+  auto set_security = [](const v1::InventoryDevice& entry, southbound::gnmi::GnmiTls* tls,
+                         std::string* user, std::string* password, std::string* error) {
+    *tls = GnmiTlsOf(entry.gnmi());
+    if (entry.gnmi().credentials_ref().empty()) return true;
+    std::string e;
+    if (!ReadCredentials(entry.gnmi().credentials_ref(), user, password, &e)) {
+      *error = "device " + entry.id() + ": gnmi.credentials_ref: " + e;
+      return false;
+    }
+    return true;
+  };
   for (const auto& [id, entry] : inventory.devices) {
     if (entry.route_budget().max_prefixes() > 0) {
       out->max_prefixes[id] = entry.route_budget().max_prefixes();
@@ -499,10 +534,12 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
       for (const auto& cs : entry.bgp().sessions()) {
         if (!cs.next_hop().empty()) a.next_hop_addresses[cs.via()] = cs.next_hop();
       }
+      if (!set_security(entry, &a.tls, &a.username, &a.password, error)) return false;
       (has_bgp ? out->adapter_with_bgp : out->adapter_only).push_back(std::move(a));
       continue;
     }
     southbound::gnmi::GnmiDeviceConfig g{id, address, entry.gnmi().target_name()};
+    if (!set_security(entry, &g.tls, &g.username, &g.password, error)) return false;
     (has_bgp ? out->set_with_bgp : out->set_only).push_back(std::move(g));
   }
   return true;

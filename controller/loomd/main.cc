@@ -932,6 +932,7 @@ int main(int argc, char** argv) {
   auto process_collector = loom::api::MakeProcessCollector();
   loom::api::HttpServerOptions hopts;
   hopts.list_devices = sopts.list_devices;
+  hopts.security = config.metrics_security();  // TLS / auth (checked by LoadConfig)
   loom::api::HttpServer http(controller, *registry, {registry, process_collector}, hopts);
   if (loom::Status s = http.Start(config.metrics_listen()); !s.ok()) {
     stop_telemetry();

@@ -13,6 +13,7 @@
 #include "gnmi/gnmi.grpc.pb.h"
 #include "southbound/gnmi/channel_keeper.h"
 #include "southbound/gnmi/gnmi_config.h"
+#include "southbound/gnmi/gnmi_tls.h"
 #include "southbound/wire/device_state_util.h"
 
 namespace loom::southbound::gnmi {
@@ -161,13 +162,13 @@ AdapterSetDriver::AdapterSetDriver(AdapterSetDriverConfig config)
     if (d->config.target.empty()) d->config.target = dc.device;
     d->adapter = MakeSetAdapter(dc.adapter);
     d->applied.set_device(dc.device);
-    auto& ch = channels[dc.address];
+    auto& ch = channels[dc.address + "|" + dc.tls.Describe()];
     if (!ch && !dc.address.empty()) {
       grpc::ChannelArguments args;
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-      ch = grpc::CreateCustomChannel(dc.address, grpc::InsecureChannelCredentials(), args);
+      ch = grpc::CreateCustomChannel(dc.address, GnmiChannelCredentials(dc.tls, &args), args);
       KeepChannelForever(ch);  // see channel_keeper.h
     }
     if (ch) d->stub = ::gnmi::gNMI::NewStub(ch);
@@ -483,10 +484,13 @@ void AdapterSetDriver::RunRead(Device& d, std::shared_ptr<Op> op) {
   });
 }
 
-void AdapterSetDriver::PrepareContext(grpc::ClientContext* ctx) const {
+void AdapterSetDriver::PrepareContext(const Device& d, grpc::ClientContext* ctx) const {
   ctx->set_deadline(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(config_.rpc_timeout_ms));
-  if (!config_.username.empty()) {
+  if (!d.config.username.empty()) {
+    ctx->AddMetadata("username", d.config.username);
+    ctx->AddMetadata("password", d.config.password);
+  } else if (!config_.username.empty()) {
     ctx->AddMetadata("username", config_.username);
     ctx->AddMetadata("password", config_.password);
   }
@@ -540,7 +544,7 @@ void AdapterSetDriver::CallGetRaw(Device& d, const ::gnmi::GetRequest& request,
   };
   auto call = std::make_shared<Call>();
   call->req = request;
-  PrepareContext(&call->ctx);
+  PrepareContext(d, &call->ctx);
   if (!d.stub || !BeginRpc(&call->ctx)) {
     then(Unavailable("gnmi set driver stopping"), {});
     return;
@@ -563,7 +567,7 @@ void AdapterSetDriver::CallSet(Device& d, ::gnmi::SetRequest request,
   };
   auto call = std::make_shared<Call>();
   call->req = std::move(request);
-  PrepareContext(&call->ctx);
+  PrepareContext(d, &call->ctx);
   if (!d.stub || !BeginRpc(&call->ctx)) {
     then(Unavailable("gnmi set driver stopping"));
     return;

@@ -69,6 +69,7 @@
 
 #include "gnmi/gnmi.pb.h"
 #include "loom/v1/topology.pb.h"
+#include "southbound/gnmi/gnmi_tls.h"
 #include "southbound/gnmi/set_adapter.h"
 #include "southbound/wire/driver.h"
 
@@ -87,6 +88,13 @@ struct AdapterDeviceConfig {
   std::string target;
   std::string vrf = "default";
   std::string static_protocol_name = "DEFAULT";
+  // Plaintext or TLS (gnmi_tls.h); devices at one address share a channel
+  // only when their TLS settings are equal.
+  GnmiTls tls;
+  // gNMI "username"/"password" call metadata for this device; empty = the
+  // driver-wide AdapterSetDriverConfig::username.
+  std::string username;
+  std::string password;
 };
 
 struct AdapterSetDriverConfig {
@@ -97,8 +105,9 @@ struct AdapterSetDriverConfig {
   // Deadline of each Set / Get.
   int64_t rpc_timeout_ms = 5000;
   // Sent as gRPC metadata "username" / "password" on every RPC when
-  // `username` is not empty (SONiC gnmi server, gnmic convention). Insecure
-  // channel: use only on a trusted management network.
+  // `username` is not empty (SONiC gnmi server, gnmic convention), unless
+  // the device sets its own. Over a plaintext channel they travel in clear:
+  // use TLS (AdapterDeviceConfig::tls) off a trusted management network.
   std::string username;
   std::string password;
 };
@@ -148,7 +157,7 @@ class AdapterSetDriver final : public loom::southbound::Driver {
                   std::function<void(Status, ::gnmi::GetResponse)> then);
   // RunApply's second half: stale deletes, the Set, the read-back.
   void SendApply(Device& d, ::gnmi::SetRequest request, std::function<void(Status)> finish);
-  void PrepareContext(grpc::ClientContext* ctx) const;
+  void PrepareContext(const Device& d, grpc::ClientContext* ctx) const;
   // RPC bookkeeping (any thread).
   bool BeginRpc(grpc::ClientContext* ctx);
   void EndRpc(grpc::ClientContext* ctx);

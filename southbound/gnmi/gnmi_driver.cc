@@ -8,11 +8,18 @@
 #include "common/log.h"
 #include "gnmi/gnmi.grpc.pb.h"
 #include "southbound/gnmi/channel_keeper.h"
+#include "southbound/gnmi/gnmi_tls.h"
 
 namespace loom::southbound::gnmi {
 namespace {
 
 namespace v1 = loom::v1;
+
+void AddCredentials(const GnmiDeviceConfig& dc, grpc::ClientContext* ctx) {
+  if (dc.username.empty()) return;
+  ctx->AddMetadata("username", dc.username);
+  ctx->AddMetadata("password", dc.password);
+}
 
 Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return Status::Ok();
@@ -85,13 +92,13 @@ GnmiDriver::GnmiDriver(GnmiDriverConfig config) : config_(std::move(config)) {
     d->config = dc;
     d->target = dc.target.empty() ? dc.device : dc.target;
     d->last_seen.set_device(dc.device);
-    auto& ch = channels[dc.address];
+    auto& ch = channels[dc.address + "|" + dc.tls.Describe()];
     if (!ch && !dc.address.empty()) {
       grpc::ChannelArguments args;
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-      ch = grpc::CreateCustomChannel(dc.address, grpc::InsecureChannelCredentials(), args);
+      ch = grpc::CreateCustomChannel(dc.address, GnmiChannelCredentials(dc.tls, &args), args);
       KeepChannelForever(ch);  // see channel_keeper.h
     }
     if (ch) d->stub = ::gnmi::gNMI::NewStub(ch);
@@ -368,6 +375,7 @@ void GnmiDriver::CallGet(Device& d, PartMask parts,
   call->req = MakeGetRequest(parts, d.target);
   call->ctx.set_deadline(std::chrono::system_clock::now() +
                          std::chrono::milliseconds(config_.rpc_timeout_ms));
+  AddCredentials(d.config, &call->ctx);
   if (!d.stub || !BeginRpc(&call->ctx)) {
     then(Unavailable("gnmi driver stopping"), v1::DeviceState());
     return;
@@ -420,6 +428,7 @@ void GnmiDriver::CallSet(Device& d, ::gnmi::SetRequest request, std::function<vo
   call->req = std::move(request);
   call->ctx.set_deadline(std::chrono::system_clock::now() +
                          std::chrono::milliseconds(config_.rpc_timeout_ms));
+  AddCredentials(d.config, &call->ctx);
   if (!d.stub || !BeginRpc(&call->ctx)) {
     then(Unavailable("gnmi driver stopping"));
     return;
