@@ -15,7 +15,8 @@ BUILD_PKGS=(
   cmake ninja-build ccache g++ pkg-config git
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   prometheus-cpp-dev libboost-dev libsqlite3-dev libyang2-dev
-  libgtest-dev libgmock-dev libbenchmark-dev grpc-proto
+  libgtest-dev libgmock-dev libbenchmark-dev grpc-proto libssl-dev libcpp-jwt-dev
+  nlohmann-json3-dev
 )
 TEST_PKGS=(
   clang-format python3 python3-grpcio python3-protobuf prometheus libyang2-tools

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "api/loomctl/credentials.h"
 #include "api/loomctl/table.h"
 #include "api/loomctl/topology_export.h"
 #include "common/file.h"
@@ -86,7 +87,6 @@ Commands:
                                       (source <(loomctl completion bash))
 
 Flags:
-  --server HOST:PORT   loomd address
   -o, --output FORMAT  table (default), wide (tables with more columns where a
                        command has more: jobs list), json (protobuf JSON, every
                        field, empty lists as []), yaml (the same as YAML)
@@ -94,12 +94,24 @@ Flags:
   --timeout SECONDS    per-call deadline (default 10; watch streams have none)
   --request-id ID      idempotency key for register/update/release/drain/undrain
 
+Connection and credentials (flags, else environment, else the context of
+$LOOMCONFIG or ~/.config/loom/config.json; docs/security.md):
+  --server HOST:PORT   $LOOM_SERVER (default 127.0.0.1:50061)
+  --ca FILE            $LOOM_CA: CA bundle to verify loomd's certificate (TLS)
+  --cert FILE --key FILE
+                       $LOOM_CERT, $LOOM_KEY: client certificate and key (mTLS)
+  --token-file FILE    $LOOM_TOKEN_FILE (or the token itself in $LOOM_TOKEN):
+                       bearer token (JWT) sent as "authorization: Bearer ..."
+  --server-name NAME   $LOOM_SERVER_NAME: name to verify in loomd's certificate
+  --context NAME       $LOOM_CONTEXT: the config file's context to use
+
 Exit status: 0 success, 1 the server refused the request, 2 usage error,
 3 loomd unreachable.
 )";
 
 struct Ctx {
   std::string server;
+  loom::loomctl::Connection conn;
   bool json = false;  // -o json or -o yaml (ToJson prints YAML for the latter)
   bool wide = false;
   int timeout_s = 10;
@@ -216,6 +228,7 @@ std::string ToJson(const google::protobuf::Message& m, bool pretty = true) {
 
 void SetDeadline(grpc::ClientContext* c, const Ctx& ctx) {
   c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(ctx.timeout_s));
+  loom::loomctl::AddCredentials(c, ctx.conn);
 }
 
 int Report(const grpc::Status& s, const Ctx& ctx) {
@@ -454,6 +467,7 @@ std::string EventLine(const v1::Event& e) {
   if (!e.cause().empty()) out << "  cause=\"" << e.cause() << "\"";
   if (!e.action().empty()) out << "  action=\"" << e.action() << "\"";
   if (!e.result().empty()) out << "  result=\"" << e.result() << "\"";
+  if (!e.actor().empty()) out << "  actor=" << e.actor();
   return out.str();
 }
 
@@ -859,6 +873,7 @@ int CmdWatch(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& 
   for (int attempt = 0;; ++attempt) {
     grpc::ClientContext c;
     if (!follow) SetDeadline(&c, ctx);
+    loom::loomctl::AddCredentials(&c, ctx.conn);
     grpc::Status s;
     bool progressed = false;
     if (what == "jobs") {
@@ -1011,7 +1026,7 @@ _loomctl() {
     completion) COMPREPLY=($(compgen -W "bash" -- "$cur")); return ;;
   esac
   if [[ "$cur" == -* ]]; then
-    COMPREPLY=($(compgen -W "--server -o --output --json --timeout --request-id --device --drained --reason --tenant --from --subject --vendor --adapter --format --health --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "--server -o --output --json --timeout --request-id --device --drained --reason --tenant --from --subject --vendor --adapter --format --health --ca --cert --key --token-file --server-name --context --help" -- "$cur"))
   elif [[ $COMP_CWORD -eq 1 ]]; then
     COMPREPLY=($(compgen -W "topology links jobs watch events render device devices plan apply version completion" -- "$cur"))
   fi
@@ -1041,7 +1056,8 @@ int main(int argc, char** argv) {
   std::string error;
   if (!flags.Parse(argc, argv, 1,
                    {"server", "timeout", "device", "reason", "tenant", "from", "subject",
-                    "request-id", "vendor", "adapter", "output", "format"},
+                    "request-id", "vendor", "adapter", "output", "format", "ca", "cert", "key",
+                    "token-file", "server-name", "context"},
                    {"json", "help", "drained", "health"}, &error)) {
     std::cerr << "loomctl: " << error << "\n";
     return 2;
@@ -1078,8 +1094,11 @@ int main(int argc, char** argv) {
     std::fputs(kBashCompletion, stdout);
     return 0;
   }
-  const char* env = std::getenv("LOOM_SERVER");
-  ctx.server = flags.Get("server", env && *env ? env : "127.0.0.1:50061");
+  if (!loom::loomctl::ResolveConnection(flags, &ctx.conn, &error)) {
+    std::cerr << "loomctl: " << error << "\n";
+    return 2;
+  }
+  ctx.server = ctx.conn.server;
   ctx.request_id = flags.Get("request-id");
   int64_t t = 10;
   if (!flags.GetInt("timeout", 10, &t, &error) || t <= 0) {
@@ -1087,7 +1106,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   ctx.timeout_s = static_cast<int>(t);
-  ctx.channel = grpc::CreateChannel(ctx.server, grpc::InsecureChannelCredentials());
+  ctx.channel = loom::loomctl::MakeChannel(ctx.conn, &error);
+  if (!ctx.channel) {
+    std::cerr << "loomctl: " << error << "\n";
+    return 2;
+  }
   if (pos0[0] == "version") {
     const bool up = ctx.channel->WaitForConnected(std::chrono::system_clock::now() +
                                                   std::chrono::seconds(std::min<int64_t>(t, 2)));

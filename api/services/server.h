@@ -17,6 +17,7 @@
 #include "api/services/reflection_v1.h"
 #include "api/services/services.h"
 #include "common/status.h"
+#include "loom/v1/config.pb.h"
 
 namespace loom::api {
 
@@ -26,8 +27,11 @@ class ApiServer {
             ServiceOptions options);
   ~ApiServer();
 
-  // Binds `address` ("host:port", port 0 = any free port).
-  Status Start(const std::string& address);
+  // Binds `address` ("host:port", port 0 = any free port). With `tls` (its
+  // cert_path set): TLS 1.2+ with gRPC's TLS credentials and a file-watching
+  // certificate provider (renewed files are picked up without a restart; open
+  // streams are kept), client certificates per tls.client_auth.
+  Status Start(const std::string& address, const loom::v1::TlsConfig& tls = {});
   int port() const { return port_; }
   void Shutdown(std::chrono::milliseconds grace);
 

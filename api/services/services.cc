@@ -19,6 +19,7 @@
 namespace loom::api {
 
 namespace v1 = loom::v1;
+using loom::controller::Caller;
 using loom::controller::Controller;
 
 namespace {
@@ -93,16 +94,82 @@ Status ParseRequest(const grpc::ByteBuffer* in, Req* req) {
   return Status::Ok();
 }
 
+// What an audit record names of a request: its subject and tenant.
+template <typename Req>
+std::pair<std::string, std::string> AuditSubject(const Req&) {
+  return {};
+}
+std::pair<std::string, std::string> AuditSubject(const v1::RegisterJobRequest& r) {
+  return {r.job().job_id(), r.job().tenant()};
+}
+std::pair<std::string, std::string> AuditSubject(const v1::UpdateJobRequest& r) {
+  return {r.job().job_id(), r.job().tenant()};
+}
+std::pair<std::string, std::string> AuditSubject(const v1::ReleaseJobRequest& r) {
+  return {r.job_id(), ""};
+}
+std::pair<std::string, std::string> AuditSubject(const v1::GetJobRequest& r) {
+  return {r.job_id(), ""};
+}
+std::pair<std::string, std::string> AuditSubject(const v1::GetJobHealthRequest& r) {
+  return {r.job_id(), ""};
+}
+std::pair<std::string, std::string> AuditSubject(const v1::ListJobsRequest& r) {
+  return {"", r.tenant()};
+}
+std::pair<std::string, std::string> AuditSubject(const v1::DrainLinkRequest& r) {
+  return {r.link_id(), ""};
+}
+std::pair<std::string, std::string> AuditSubject(const v1::UndrainLinkRequest& r) {
+  return {r.link_id(), ""};
+}
+std::pair<std::string, std::string> AuditSubject(const v1::ApplyChangePlanRequest& r) {
+  return {"change-" + std::to_string(r.revision()), ""};
+}
+std::pair<std::string, std::string> AuditSubject(const v1::ClearChangeQuarantineRequest& r) {
+  return {"change-" + std::to_string(r.revision()), ""};
+}
+
+// Admits the call (authentication, the method's permission); fills `caller`.
+// Without a guard every caller is "anonymous" with every permission.
+Status AdmitCall(const ApiGuard* guard, const grpc::CallbackServerContext* ctx, const char* method,
+                 const std::string& subject, Caller* caller) {
+  if (guard == nullptr) {
+    caller->identity = "anonymous";
+    caller->peer = ctx->peer();
+    return Status::Ok();
+  }
+  return guard->Admit(*ctx, method, subject, caller);
+}
+
 template <typename Req, typename Resp, typename Handler>
-grpc::ServerUnaryReactor* RawUnary(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+grpc::ServerUnaryReactor* RawUnary(const ApiGuard* guard, const char* method,
+                                   grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                    grpc::ByteBuffer* out, Handler handler) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   Req req;
-  if (Status s = ParseRequest(in, &req); !s.ok()) {
+  const Status parsed = ParseRequest(in, &req);
+  // Authentication comes first: an unauthenticated caller learns nothing, not
+  // even whether its request parses.
+  auto [subject, tenant] = parsed.ok() ? AuditSubject(req) : std::pair<std::string, std::string>();
+  if (subject.size() > 128) subject = subject.substr(0, 128) + "...";
+  Caller caller;
+  if (Status s = AdmitCall(guard, ctx, method, subject, &caller); !s.ok()) {
     reactor->Finish(ToGrpc(s));
     return reactor;
   }
-  handler(std::move(req), Reply<Resp>(reactor, out));
+  Reply<Resp> reply(reactor, out);
+  if (guard != nullptr) {
+    reply.OnFinish([guard, caller, method, subject = std::move(subject),
+                    tenant = std::move(tenant)](const grpc::Status& st) {
+      guard->Finished(caller, method, subject, tenant, st);
+    });
+  }
+  if (!parsed.ok()) {
+    reply.Fail(ToGrpc(parsed));
+    return reactor;
+  }
+  handler(std::move(req), reply, caller);
   return reactor;
 }
 
@@ -114,13 +181,19 @@ class FailedStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 };
 
 template <typename Req, typename Handler>
-grpc::ServerWriteReactor<grpc::ByteBuffer>* RawStream(const grpc::ByteBuffer* in, Handler handler) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* RawStream(const ApiGuard* guard, const char* method,
+                                                      grpc::CallbackServerContext* ctx,
+                                                      const grpc::ByteBuffer* in, Handler handler) {
+  Caller caller;
+  if (Status s = AdmitCall(guard, ctx, method, "", &caller); !s.ok()) {
+    return new FailedStream(ToGrpc(s));
+  }
   Req req;
   if (Status s = ParseRequest(in, &req); !s.ok()) return new FailedStream(ToGrpc(s));
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) {
     return new FailedStream(ToGrpc(s));
   }
-  return handler(req);
+  return handler(req, caller);
 }
 
 // The status a watch ends with, details included: an ErrorInfo (wire-identical
@@ -200,6 +273,44 @@ bool EncodeWatchEventsResponse(const Controller::EventBytes& wire, grpc::ByteBuf
   *out = grpc::ByteBuffer(slices, 2);
   *size = header.size() + wire->size();
   return true;
+}
+
+// What a tenant-scoped watcher may see of an event: job events of its tenants
+// whole; a fault's blast radius with only its tenants' jobs named (when it names
+// any); nothing of the rest (fabric events, other tenants, denials).
+enum class Visibility { kHidden, kWhole, kRedacted };
+Visibility ScopeEvent(const v1::Event& ev, const std::set<std::string>& tenants, v1::Event* mine) {
+  if (ev.has_job())
+    return tenants.count(ev.job().tenant()) ? Visibility::kWhole : Visibility::kHidden;
+  if (ev.type() != v1::EVENT_TYPE_FAULT_BLAST_RADIUS) return Visibility::kHidden;
+  auto it = ev.attributes().find("job_tenants");
+  if (it == ev.attributes().end()) return Visibility::kHidden;
+  std::string jobs, pairs;
+  std::set<std::string> seen;
+  const std::string& all = it->second;
+  for (size_t pos = 0; pos < all.size();) {
+    size_t end = all.find(',', pos);
+    if (end == std::string::npos) end = all.size();
+    const std::string pair = all.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t eq = pair.find('=');
+    if (eq == std::string::npos || !tenants.count(pair.substr(eq + 1))) continue;
+    jobs += (jobs.empty() ? "" : ",") + pair.substr(0, eq);
+    pairs += (pairs.empty() ? "" : ",") + pair;
+    seen.insert(pair.substr(eq + 1));
+  }
+  if (jobs.empty()) return Visibility::kHidden;
+  *mine = ev;
+  auto& attrs = *mine->mutable_attributes();
+  attrs["jobs"] = jobs;
+  attrs["job_tenants"] = pairs;
+  std::string ts;
+  for (const auto& t : seen) ts += (ts.empty() ? "" : ",") + t;
+  attrs["tenants"] = ts;
+  const std::string& result = ev.result();
+  const size_t j = result.find("; jobs: ");
+  mine->set_result((j == std::string::npos ? result : result.substr(0, j)) + "; jobs: " + jobs);
+  return Visibility::kRedacted;
 }
 
 class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
@@ -374,13 +485,14 @@ class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 }  // namespace
 
 // Raw entry points: parse, then the typed handler.
-#define LOOM_RAW_UNARY(Class, Method)                                                          \
-  grpc::ServerUnaryReactor* Class::Method(grpc::CallbackServerContext* ctx,                    \
-                                          const grpc::ByteBuffer* in, grpc::ByteBuffer* out) { \
-    return RawUnary<v1::Method##Request, v1::Method##Response>(                                \
-        ctx, in, out, [this](v1::Method##Request req, Reply<v1::Method##Response> reply) {     \
-          Do##Method(std::move(req), reply);                                                   \
-        });                                                                                    \
+#define LOOM_RAW_UNARY(Class, Method)                                                              \
+  grpc::ServerUnaryReactor* Class::Method(grpc::CallbackServerContext* ctx,                        \
+                                          const grpc::ByteBuffer* in, grpc::ByteBuffer* out) {     \
+    return RawUnary<v1::Method##Request, v1::Method##Response>(                                    \
+        options_.guard.get(), #Method, ctx, in, out,                                               \
+        [this](v1::Method##Request req, Reply<v1::Method##Response> reply, const Caller& caller) { \
+          Do##Method(std::move(req), reply, caller);                                               \
+        });                                                                                        \
   }
 LOOM_RAW_UNARY(FabricServiceImpl, GetTopology)
 LOOM_RAW_UNARY(FabricServiceImpl, ListLinks)
@@ -401,69 +513,102 @@ LOOM_RAW_UNARY(SchedulerServiceImpl, GetJobHealth)
 #undef LOOM_RAW_UNARY
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* FabricServiceImpl::WatchEvents(
-    grpc::CallbackServerContext*, const grpc::ByteBuffer* in) {
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in) {
   return RawStream<v1::WatchEventsRequest>(
-      in, [this](const v1::WatchEventsRequest& req) { return DoWatchEvents(req); });
+      options_.guard.get(), "WatchEvents", ctx, in,
+      [this](const v1::WatchEventsRequest& req, const Caller& caller) {
+        return DoWatchEvents(req, caller);
+      });
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerServiceImpl::WatchJobs(
-    grpc::CallbackServerContext*, const grpc::ByteBuffer* in) {
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in) {
   return RawStream<v1::WatchJobsRequest>(
-      in, [this](const v1::WatchJobsRequest& req) { return DoWatchJobs(req); });
+      options_.guard.get(), "WatchJobs", ctx, in,
+      [this](const v1::WatchJobsRequest& req, const Caller& caller) {
+        if (!req.tenant().empty() && !caller.Allows(req.tenant())) {
+          Status s = caller.DenyTenant("jobs.read", req.tenant());
+          if (options_.guard)
+            options_.guard->Finished(caller, "WatchJobs", "", req.tenant(), ToGrpc(s));
+          return static_cast<grpc::ServerWriteReactor<grpc::ByteBuffer>*>(
+              new FailedStream(ToGrpc(s)));
+        }
+        return DoWatchJobs(req, caller);
+      });
 }
 
 // ---------------------------------------------------------------- fabric --
 
-void FabricServiceImpl::DoGetTopology(v1::GetTopologyRequest,
-                                      Reply<v1::GetTopologyResponse> reply) {
+void FabricServiceImpl::DoGetTopology(v1::GetTopologyRequest, Reply<v1::GetTopologyResponse> reply,
+                                      const Caller&) {
   // The topology is immutable after load: answer directly.
   v1::GetTopologyResponse resp;
   *resp.mutable_topology() = controller_.topology().topology();
   reply(grpc::Status::OK, resp);
 }
 
-void FabricServiceImpl::DoListLinks(v1::ListLinksRequest req, Reply<v1::ListLinksResponse> reply) {
+void FabricServiceImpl::DoListLinks(v1::ListLinksRequest req, Reply<v1::ListLinksResponse> reply,
+                                    const Caller&) {
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
   Unary(std::move(req), reply,
         [this](auto r, auto done) { controller_.ListLinks(std::move(r), std::move(done)); });
 }
 
-void FabricServiceImpl::DoGetLink(v1::GetLinkRequest req, Reply<v1::GetLinkResponse> reply) {
+void FabricServiceImpl::DoGetLink(v1::GetLinkRequest req, Reply<v1::GetLinkResponse> reply,
+                                  const Caller&) {
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
   Unary(std::move(req), reply,
         [this](auto r, auto done) { controller_.GetLink(std::move(r), std::move(done)); });
 }
 
-void FabricServiceImpl::DoDrainLink(v1::DrainLinkRequest req, Reply<v1::DrainLinkResponse> reply) {
+void FabricServiceImpl::DoDrainLink(v1::DrainLinkRequest req, Reply<v1::DrainLinkResponse> reply,
+                                    const Caller& caller) {
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
-  Unary(std::move(req), reply,
-        [this](auto r, auto done) { controller_.DrainLink(std::move(r), std::move(done)); });
+  Unary(std::move(req), reply, [this, caller](auto r, auto done) {
+    controller_.DrainLink(std::move(r), std::move(done), caller);
+  });
 }
 
 void FabricServiceImpl::DoUndrainLink(v1::UndrainLinkRequest req,
-                                      Reply<v1::UndrainLinkResponse> reply) {
+                                      Reply<v1::UndrainLinkResponse> reply, const Caller& caller) {
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
-  Unary(std::move(req), reply,
-        [this](auto r, auto done) { controller_.UndrainLink(std::move(r), std::move(done)); });
+  Unary(std::move(req), reply, [this, caller](auto r, auto done) {
+    controller_.UndrainLink(std::move(r), std::move(done), caller);
+  });
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* FabricServiceImpl::DoWatchEvents(
-    const v1::WatchEventsRequest& req) {
+    const v1::WatchEventsRequest& req, const Caller& caller) {
   std::set<int> types(req.types().begin(), req.types().end());
   std::string subject = req.subject();
+  std::optional<std::set<std::string>> scope = caller.tenants;
   return new WatchReactor(
       controller_, req.start_revision(), !req.replay_only(),
-      [types, subject](const v1::Event& ev, const Controller::EventBytes& wire,
-                       grpc::ByteBuffer* out, size_t* size) {
+      [types, subject, scope](const v1::Event& ev, const Controller::EventBytes& wire,
+                              grpc::ByteBuffer* out, size_t* size) {
         if (!types.empty() && !types.count(ev.type())) return false;
         if (!subject.empty() && ev.subject() != subject) return false;
-        return EncodeWatchEventsResponse(wire, out, size);
+        if (!scope) return EncodeWatchEventsResponse(wire, out, size);
+        v1::Event mine;
+        switch (ScopeEvent(ev, *scope, &mine)) {
+          case Visibility::kHidden:
+            return false;
+          case Visibility::kWhole:
+            return EncodeWatchEventsResponse(wire, out, size);
+          case Visibility::kRedacted:
+            break;
+        }
+        v1::WatchEventsResponse resp;
+        *resp.mutable_event() = std::move(mine);
+        *size = resp.ByteSizeLong();
+        bool own = false;
+        return grpc::SerializationTraits<v1::WatchEventsResponse>::Serialize(resp, out, &own).ok();
       },
       options_.watch_buffer_bytes);
 }
 
 void FabricServiceImpl::DoListDevices(v1::ListDevicesRequest req,
-                                      Reply<v1::ListDevicesResponse> reply) {
+                                      Reply<v1::ListDevicesResponse> reply, const Caller&) {
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
   if (!options_.list_devices) {
     return reply.Fail(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no device inventory"));
@@ -476,7 +621,7 @@ void FabricServiceImpl::DoListDevices(v1::ListDevicesRequest req,
 }
 
 void FabricServiceImpl::DoGetChangePlan(v1::GetChangePlanRequest req,
-                                        Reply<v1::GetChangePlanResponse> reply) {
+                                        Reply<v1::GetChangePlanResponse> reply, const Caller&) {
   Unary(std::move(req), reply, [this](auto, Done<v1::GetChangePlanResponse> done) {
     controller_.GetChangePlan([done = std::move(done)](Status s, v1::ChangePlan plan) {
       v1::GetChangePlanResponse r;
@@ -487,31 +632,38 @@ void FabricServiceImpl::DoGetChangePlan(v1::GetChangePlanRequest req,
 }
 
 void FabricServiceImpl::DoApplyChangePlan(v1::ApplyChangePlanRequest req,
-                                          Reply<v1::ApplyChangePlanResponse> reply) {
-  Unary(std::move(req), reply, [this](auto r, Done<v1::ApplyChangePlanResponse> done) {
-    controller_.ApplyChangePlan(r.revision(),
-                                [done = std::move(done)](Status s, v1::ChangePlan plan) {
-                                  v1::ApplyChangePlanResponse out;
-                                  *out.mutable_plan() = std::move(plan);
-                                  done(s, std::move(out));
-                                });
+                                          Reply<v1::ApplyChangePlanResponse> reply,
+                                          const Caller& caller) {
+  Unary(std::move(req), reply, [this, caller](auto r, Done<v1::ApplyChangePlanResponse> done) {
+    controller_.ApplyChangePlan(
+        r.revision(),
+        [done = std::move(done)](Status s, v1::ChangePlan plan) {
+          v1::ApplyChangePlanResponse out;
+          *out.mutable_plan() = std::move(plan);
+          done(s, std::move(out));
+        },
+        caller);
   });
 }
 
 void FabricServiceImpl::DoClearChangeQuarantine(v1::ClearChangeQuarantineRequest req,
-                                                Reply<v1::ClearChangeQuarantineResponse> reply) {
-  Unary(std::move(req), reply, [this](auto r, Done<v1::ClearChangeQuarantineResponse> done) {
-    controller_.ClearChangeQuarantine(r.revision(),
-                                      [done = std::move(done)](Status s, v1::ChangePlan plan) {
-                                        v1::ClearChangeQuarantineResponse out;
-                                        *out.mutable_plan() = std::move(plan);
-                                        done(s, std::move(out));
-                                      });
-  });
+                                                Reply<v1::ClearChangeQuarantineResponse> reply,
+                                                const Caller& caller) {
+  Unary(std::move(req), reply,
+        [this, caller](auto r, Done<v1::ClearChangeQuarantineResponse> done) {
+          controller_.ClearChangeQuarantine(
+              r.revision(),
+              [done = std::move(done)](Status s, v1::ChangePlan plan) {
+                v1::ClearChangeQuarantineResponse out;
+                *out.mutable_plan() = std::move(plan);
+                done(s, std::move(out));
+              },
+              caller);
+        });
 }
 
 void FabricServiceImpl::DoGetDeviceState(v1::GetDeviceStateRequest req,
-                                         Reply<v1::GetDeviceStateResponse> reply) {
+                                         Reply<v1::GetDeviceStateResponse> reply, const Caller&) {
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
   if (!v1::ConfigFormat_IsValid(req.format())) {
     return reply.Fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -560,7 +712,8 @@ void FabricServiceImpl::DoGetDeviceState(v1::GetDeviceStateRequest req,
 // ------------------------------------------------------------- scheduler --
 
 void SchedulerServiceImpl::DoRegisterJob(v1::RegisterJobRequest req,
-                                         Reply<v1::RegisterJobResponse> reply) {
+                                         Reply<v1::RegisterJobResponse> reply,
+                                         const Caller& caller) {
   if (Status s = loom::controller::ValidateRequestId(req.request_id()); !s.ok()) {
     return reply.Fail(ToGrpc(s));
   }
@@ -571,54 +724,64 @@ void SchedulerServiceImpl::DoRegisterJob(v1::RegisterJobRequest req,
   if (Status s = loom::controller::ValidateJobSpec(req.job(), controller_.topology()); !s.ok()) {
     return reply.Fail(ToGrpc(s));
   }
-  Unary(std::move(req), reply,
-        [this](auto r, auto done) { controller_.RegisterJob(std::move(r), std::move(done)); });
+  Unary(std::move(req), reply, [this, caller](auto r, auto done) {
+    controller_.RegisterJob(std::move(r), std::move(done), caller);
+  });
 }
 
-void SchedulerServiceImpl::DoUpdateJob(v1::UpdateJobRequest req,
-                                       Reply<v1::UpdateJobResponse> reply) {
+void SchedulerServiceImpl::DoUpdateJob(v1::UpdateJobRequest req, Reply<v1::UpdateJobResponse> reply,
+                                       const Caller& caller) {
   if (Status s = loom::controller::ValidateRequestId(req.request_id()); !s.ok()) {
     return reply.Fail(ToGrpc(s));
   }
   if (!req.has_job()) {
     return reply.Fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job: required"));
   }
-  Unary(std::move(req), reply,
-        [this](auto r, auto done) { controller_.UpdateJob(std::move(r), std::move(done)); });
+  Unary(std::move(req), reply, [this, caller](auto r, auto done) {
+    controller_.UpdateJob(std::move(r), std::move(done), caller);
+  });
 }
 
 void SchedulerServiceImpl::DoReleaseJob(v1::ReleaseJobRequest req,
-                                        Reply<v1::ReleaseJobResponse> reply) {
+                                        Reply<v1::ReleaseJobResponse> reply, const Caller& caller) {
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
-  Unary(std::move(req), reply,
-        [this](auto r, auto done) { controller_.ReleaseJob(std::move(r), std::move(done)); });
+  Unary(std::move(req), reply, [this, caller](auto r, auto done) {
+    controller_.ReleaseJob(std::move(r), std::move(done), caller);
+  });
 }
 
-void SchedulerServiceImpl::DoGetJob(v1::GetJobRequest req, Reply<v1::GetJobResponse> reply) {
+void SchedulerServiceImpl::DoGetJob(v1::GetJobRequest req, Reply<v1::GetJobResponse> reply,
+                                    const Caller& caller) {
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
-  Unary(std::move(req), reply,
-        [this](auto r, auto done) { controller_.GetJob(std::move(r), std::move(done)); });
+  Unary(std::move(req), reply, [this, caller](auto r, auto done) {
+    controller_.GetJob(std::move(r), std::move(done), caller);
+  });
 }
 
 void SchedulerServiceImpl::DoGetJobHealth(v1::GetJobHealthRequest req,
-                                          Reply<v1::GetJobHealthResponse> reply) {
+                                          Reply<v1::GetJobHealthResponse> reply,
+                                          const Caller& caller) {
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
-  Unary(std::move(req), reply,
-        [this](auto r, auto done) { controller_.GetJobHealth(std::move(r), std::move(done)); });
+  Unary(std::move(req), reply, [this, caller](auto r, auto done) {
+    controller_.GetJobHealth(std::move(r), std::move(done), caller);
+  });
 }
 
-void SchedulerServiceImpl::DoListJobs(v1::ListJobsRequest req, Reply<v1::ListJobsResponse> reply) {
+void SchedulerServiceImpl::DoListJobs(v1::ListJobsRequest req, Reply<v1::ListJobsResponse> reply,
+                                      const Caller& caller) {
   if (Status s = loom::controller::ValidateRequest(req); !s.ok()) return reply.Fail(ToGrpc(s));
-  Unary(std::move(req), reply,
-        [this](auto r, auto done) { controller_.ListJobs(std::move(r), std::move(done)); });
+  Unary(std::move(req), reply, [this, caller](auto r, auto done) {
+    controller_.ListJobs(std::move(r), std::move(done), caller);
+  });
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerServiceImpl::DoWatchJobs(
-    const v1::WatchJobsRequest& req) {
+    const v1::WatchJobsRequest& req, const Caller& caller) {
   std::string tenant = req.tenant();
+  std::optional<std::set<std::string>> scope = caller.tenants;
   return new WatchReactor(controller_, req.start_revision(), !req.replay_only(),
                           EncodeMessage<v1::WatchJobsResponse>(
-                              [tenant](const v1::Event& ev, v1::WatchJobsResponse* out) {
+                              [tenant, scope](const v1::Event& ev, v1::WatchJobsResponse* out) {
                                 v1::JobChange change;
                                 switch (ev.type()) {
                                   case v1::EVENT_TYPE_JOB_REGISTERED:
@@ -634,6 +797,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* SchedulerServiceImpl::DoWatchJobs(
                                     return false;
                                 }
                                 if (!tenant.empty() && ev.job().tenant() != tenant) return false;
+                                if (scope && !scope->count(ev.job().tenant())) return false;
                                 out->set_revision(ev.revision());
                                 out->set_change(change);
                                 *out->mutable_job() = ev.job();

@@ -20,6 +20,7 @@
 
 #include <functional>
 
+#include "api/services/auth.h"
 #include "common/status.h"
 #include "controller/core/controller.h"
 #include "loom/v1/fabric_service.grpc.pb.h"
@@ -36,7 +37,12 @@ template <typename Resp>
 class Reply {
  public:
   Reply(grpc::ServerUnaryReactor* reactor, grpc::ByteBuffer* out) : reactor_(reactor), out_(out) {}
+  // Runs `f` with the final status just before the call is finished (audit).
+  void OnFinish(std::function<void(const grpc::Status&)> f) {
+    on_finish_ = std::make_shared<std::function<void(const grpc::Status&)>>(std::move(f));
+  }
   void operator()(const grpc::Status& s, const Resp& resp) const {
+    if (on_finish_) (*on_finish_)(s);
     if (s.ok()) {
       grpc::ByteBuffer bb;
       bool own = false;
@@ -50,11 +56,15 @@ class Reply {
     }
     reactor_->Finish(s);
   }
-  void Fail(const grpc::Status& s) const { reactor_->Finish(s); }
+  void Fail(const grpc::Status& s) const {
+    if (on_finish_) (*on_finish_)(s);
+    reactor_->Finish(s);
+  }
 
  private:
   grpc::ServerUnaryReactor* reactor_;
   grpc::ByteBuffer* out_;
+  std::shared_ptr<std::function<void(const grpc::Status&)>> on_finish_;
 };
 
 namespace internal {
@@ -95,6 +105,9 @@ struct ServiceOptions {
   // Unset = topology only (routes then show as not expressed: no address).
   std::function<void(const std::string& device, loom::southbound::gnmi::AdapterContext* ctx)>
       adapter_context;
+  // Authentication, authorization and audit (auth.h). Unset: every caller may
+  // do everything and nothing is audited (unit tests).
+  std::shared_ptr<ApiGuard> guard;
 };
 
 class FabricServiceImpl final : public internal::FabricBase {
@@ -133,22 +146,32 @@ class FabricServiceImpl final : public internal::FabricBase {
                                                           const grpc::ByteBuffer* req) override;
 
  private:
-  void DoGetTopology(loom::v1::GetTopologyRequest req, Reply<loom::v1::GetTopologyResponse> reply);
-  void DoListLinks(loom::v1::ListLinksRequest req, Reply<loom::v1::ListLinksResponse> reply);
-  void DoListDevices(loom::v1::ListDevicesRequest req, Reply<loom::v1::ListDevicesResponse> reply);
-  void DoGetLink(loom::v1::GetLinkRequest req, Reply<loom::v1::GetLinkResponse> reply);
-  void DoDrainLink(loom::v1::DrainLinkRequest req, Reply<loom::v1::DrainLinkResponse> reply);
-  void DoUndrainLink(loom::v1::UndrainLinkRequest req, Reply<loom::v1::UndrainLinkResponse> reply);
+  void DoGetTopology(loom::v1::GetTopologyRequest req, Reply<loom::v1::GetTopologyResponse> reply,
+                     const loom::controller::Caller& caller);
+  void DoListLinks(loom::v1::ListLinksRequest req, Reply<loom::v1::ListLinksResponse> reply,
+                   const loom::controller::Caller& caller);
+  void DoListDevices(loom::v1::ListDevicesRequest req, Reply<loom::v1::ListDevicesResponse> reply,
+                     const loom::controller::Caller& caller);
+  void DoGetLink(loom::v1::GetLinkRequest req, Reply<loom::v1::GetLinkResponse> reply,
+                 const loom::controller::Caller& caller);
+  void DoDrainLink(loom::v1::DrainLinkRequest req, Reply<loom::v1::DrainLinkResponse> reply,
+                   const loom::controller::Caller& caller);
+  void DoUndrainLink(loom::v1::UndrainLinkRequest req, Reply<loom::v1::UndrainLinkResponse> reply,
+                     const loom::controller::Caller& caller);
   void DoGetDeviceState(loom::v1::GetDeviceStateRequest req,
-                        Reply<loom::v1::GetDeviceStateResponse> reply);
+                        Reply<loom::v1::GetDeviceStateResponse> reply,
+                        const loom::controller::Caller& caller);
   void DoGetChangePlan(loom::v1::GetChangePlanRequest req,
-                       Reply<loom::v1::GetChangePlanResponse> reply);
+                       Reply<loom::v1::GetChangePlanResponse> reply,
+                       const loom::controller::Caller& caller);
   void DoApplyChangePlan(loom::v1::ApplyChangePlanRequest req,
-                         Reply<loom::v1::ApplyChangePlanResponse> reply);
+                         Reply<loom::v1::ApplyChangePlanResponse> reply,
+                         const loom::controller::Caller& caller);
   void DoClearChangeQuarantine(loom::v1::ClearChangeQuarantineRequest req,
-                               Reply<loom::v1::ClearChangeQuarantineResponse> reply);
-  grpc::ServerWriteReactor<grpc::ByteBuffer>* DoWatchEvents(
-      const loom::v1::WatchEventsRequest& req);
+                               Reply<loom::v1::ClearChangeQuarantineResponse> reply,
+                               const loom::controller::Caller& caller);
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* DoWatchEvents(const loom::v1::WatchEventsRequest& req,
+                                                            const loom::controller::Caller& caller);
 
   loom::controller::Controller& controller_;
   ServiceOptions options_;
@@ -178,14 +201,21 @@ class SchedulerServiceImpl final : public internal::SchedulerBase {
                                          grpc::ByteBuffer* resp) override;
 
  private:
-  void DoRegisterJob(loom::v1::RegisterJobRequest req, Reply<loom::v1::RegisterJobResponse> reply);
-  void DoUpdateJob(loom::v1::UpdateJobRequest req, Reply<loom::v1::UpdateJobResponse> reply);
-  void DoReleaseJob(loom::v1::ReleaseJobRequest req, Reply<loom::v1::ReleaseJobResponse> reply);
-  void DoGetJob(loom::v1::GetJobRequest req, Reply<loom::v1::GetJobResponse> reply);
-  void DoListJobs(loom::v1::ListJobsRequest req, Reply<loom::v1::ListJobsResponse> reply);
+  void DoRegisterJob(loom::v1::RegisterJobRequest req, Reply<loom::v1::RegisterJobResponse> reply,
+                     const loom::controller::Caller& caller);
+  void DoUpdateJob(loom::v1::UpdateJobRequest req, Reply<loom::v1::UpdateJobResponse> reply,
+                   const loom::controller::Caller& caller);
+  void DoReleaseJob(loom::v1::ReleaseJobRequest req, Reply<loom::v1::ReleaseJobResponse> reply,
+                    const loom::controller::Caller& caller);
+  void DoGetJob(loom::v1::GetJobRequest req, Reply<loom::v1::GetJobResponse> reply,
+                const loom::controller::Caller& caller);
+  void DoListJobs(loom::v1::ListJobsRequest req, Reply<loom::v1::ListJobsResponse> reply,
+                  const loom::controller::Caller& caller);
   void DoGetJobHealth(loom::v1::GetJobHealthRequest req,
-                      Reply<loom::v1::GetJobHealthResponse> reply);
-  grpc::ServerWriteReactor<grpc::ByteBuffer>* DoWatchJobs(const loom::v1::WatchJobsRequest& req);
+                      Reply<loom::v1::GetJobHealthResponse> reply,
+                      const loom::controller::Caller& caller);
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* DoWatchJobs(const loom::v1::WatchJobsRequest& req,
+                                                          const loom::controller::Caller& caller);
 
   loom::controller::Controller& controller_;
   ServiceOptions options_;

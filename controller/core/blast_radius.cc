@@ -25,6 +25,13 @@ std::string Join(const std::set<std::string>& items) {
   return out;
 }
 
+// "job1=tenantA,job2=tenantB".
+std::string JoinPairs(const std::map<std::string, std::string>& pairs) {
+  std::string out;
+  for (const auto& [k, v] : pairs) out += (out.empty() ? "" : ",") + k + "=" + v;
+  return out;
+}
+
 std::set<std::string> Split(const std::string& list, char sep) {
   std::set<std::string> out;
   for (size_t pos = 0; pos < list.size();) {
@@ -36,7 +43,8 @@ std::set<std::string> Split(const std::string& list, char sep) {
   return out;
 }
 
-// One line per fault: subject, kind, cause, nodes, jobs, tab-separated (ids and our own
+// One line per fault: subject, kind, cause, nodes, jobs, job=tenant pairs (absent in
+// records written before tenants were kept), tab-separated (ids and our own
 // causes hold no tabs or newlines; any that slipped in are replaced).
 std::string Clean(std::string s) {
   std::replace(s.begin(), s.end(), '\t', ' ');
@@ -50,7 +58,7 @@ std::string Controller::SerializeBlastRadius() const {
   std::string out;
   for (const auto& [subject, f] : blast_active_) {
     out += Clean(subject) + "\t" + Clean(f.kind) + "\t" + Clean(f.cause) + "\t" + Join(f.nodes) +
-           "\t" + Join(f.jobs) + "\n";
+           "\t" + Join(f.jobs) + "\t" + JoinPairs(f.job_tenants) + "\n";
   }
   return out;
 }
@@ -149,6 +157,10 @@ void Controller::CheckBlastRadius(std::vector<v1::Event>* events, Mutation* m, b
     attrs["fault"] = f.kind;
     attrs["nodes"] = Join(f.nodes);
     attrs["jobs"] = Join(f.jobs);
+    std::set<std::string> tenants;
+    for (const auto& [job, tenant] : f.job_tenants) tenants.insert(tenant);
+    attrs["tenants"] = Join(tenants);
+    attrs["job_tenants"] = JoinPairs(f.job_tenants);
     events->push_back(std::move(ev));
   };
   // The jobs on each host, built once and only when a fault is new (this runs on every
@@ -174,6 +186,9 @@ void Controller::CheckBlastRadius(std::vector<v1::Event>* events, Mutation* m, b
       if (auto h = host_jobs.find(node); h != host_jobs.end()) {
         f.jobs.insert(h->second.begin(), h->second.end());
       }
+    }
+    for (const auto& job : f.jobs) {
+      if (auto j = jobs_.find(job); j != jobs_.end()) f.job_tenants[job] = j->second.tenant();
     }
     event(subject, f, true);
     blast_active_[subject] = f;
@@ -205,7 +220,7 @@ void Controller::RestoreBlastRadius(const StoredState& state) {
       if (tab == std::string::npos) break;
       pos = tab + 1;
     }
-    if (fields.size() != 5 || fields[0].empty()) {
+    if ((fields.size() != 5 && fields.size() != 6) || fields[0].empty()) {
       LOG_WARN("ignoring a malformed blast-radius record in the store").With("record", line);
       continue;
     }
@@ -214,6 +229,13 @@ void Controller::RestoreBlastRadius(const StoredState& state) {
     f.cause = fields[2];
     f.nodes = Split(fields[3], ',');
     f.jobs = Split(fields[4], ',');
+    if (fields.size() == 6) {
+      for (const auto& pair : Split(fields[5], ',')) {
+        if (size_t eq = pair.find('='); eq != std::string::npos) {
+          f.job_tenants[pair.substr(0, eq)] = pair.substr(eq + 1);
+        }
+      }
+    }
     blast_active_[fields[0]] = std::move(f);
   }
 }

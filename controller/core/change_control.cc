@@ -202,28 +202,48 @@ void Controller::GetChangePlan(Done<v1::ChangePlan> done) {
   });
 }
 
-void Controller::ApplyChangePlan(uint64_t revision, Done<v1::ChangePlan> done) {
-  boost::asio::post(strand_, [this, revision, done = std::move(done)]() {
+void Controller::RecordApproval(const Caller& caller, const std::string& action,
+                                uint64_t revision) {
+  if (caller.identity.empty()) return;
+  Mutation m;
+  v1::Event ev = NewEvent(v1::EVENT_TYPE_CHANGE_ROLLOUT, "change-" + std::to_string(revision));
+  ev.set_actor(caller.identity);
+  ev.set_peer(caller.peer);
+  ev.set_cause("operator request");
+  ev.set_action(action);
+  ev.set_result("accepted");
+  m.events.push_back(std::move(ev));
+  CommitAndPublish(m);
+}
+
+void Controller::ApplyChangePlan(uint64_t revision, Done<v1::ChangePlan> done, Caller caller) {
+  boost::asio::post(strand_, [this, revision, done = std::move(done),
+                              caller = std::move(caller)]() {
     PushDesired();
     if (revision == 0) return done(InvalidArgument("revision: must name the plan's revision"), {});
     Status s = gate_.Apply(revision);
     if (!s.ok()) return done(s, {});
+    RecordApproval(caller, "approved the rollout of change " + std::to_string(revision), revision);
     ReleaseToReconciler(true);
     done(Status::Ok(), gate_.Plan());
   });
 }
 
-void Controller::ClearChangeQuarantine(uint64_t revision, Done<v1::ChangePlan> done) {
-  boost::asio::post(strand_, [this, revision, done = std::move(done)]() {
-    PushDesired();
-    if (revision == 0) {
-      return done(InvalidArgument("revision: must name the quarantined revision"), {});
-    }
-    Status s = gate_.ClearQuarantine(revision);
-    if (!s.ok()) return done(s, {});
-    ReleaseToReconciler(true);
-    done(Status::Ok(), gate_.Plan());
-  });
+void Controller::ClearChangeQuarantine(uint64_t revision, Done<v1::ChangePlan> done,
+                                       Caller caller) {
+  boost::asio::post(
+      strand_, [this, revision, done = std::move(done), caller = std::move(caller)]() {
+        PushDesired();
+        if (revision == 0) {
+          return done(InvalidArgument("revision: must name the quarantined revision"), {});
+        }
+        Status s = gate_.ClearQuarantine(revision);
+        if (!s.ok()) return done(s, {});
+        RecordApproval(caller, "cleared the quarantine of change " + std::to_string(revision),
+                       revision);
+        ReleaseToReconciler(true);
+        done(Status::Ok(), gate_.Plan());
+      });
 }
 
 }  // namespace loom::controller

@@ -675,10 +675,17 @@ void Controller::AppendMutation(Mutation& into, Mutation&& from) {
 
 // ---------------------------------------------------------------- jobs ----
 
-void Controller::RegisterJob(v1::RegisterJobRequest req, Done<v1::RegisterJobResponse> done) {
+Status Caller::DenyTenant(const std::string& what, const std::string& tenant) const {
+  return PermissionDenied("missing permission " + (permission.empty() ? what : permission) +
+                          " for tenant " + loom::QuoteInput(tenant) + " (" + identity +
+                          " is limited to other tenants)");
+}
+
+void Controller::RegisterJob(v1::RegisterJobRequest req, Done<v1::RegisterJobResponse> done,
+                             Caller caller) {
   {
     std::lock_guard<std::mutex> lock(registrations_mu_);
-    registrations_.push_back({std::move(req), std::move(done)});
+    registrations_.push_back({std::move(req), std::move(done), std::move(caller)});
     if (registrations_drain_posted_) return;  // the posted drain takes it
     registrations_drain_posted_ = true;
   }
@@ -733,6 +740,10 @@ void Controller::DrainRegistrations() {
       next.push_back(std::move(p));
       continue;
     }
+    if (!p.caller.Allows(req.job().tenant())) {
+      p.done(p.caller.DenyTenant("jobs.write", req.job().tenant()), {});
+      continue;
+    }
     req.clear_request_id();
     req.mutable_job()->clear_status();
     if (Replay("RegisterJob", request_id, req, &resp, &st)) {
@@ -751,6 +762,8 @@ void Controller::DrainRegistrations() {
     v1::Job job = req.job();
     Mutation mine;
     v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_REGISTERED, job.job_id());
+    ev.set_actor(p.caller.identity);
+    ev.set_peer(p.caller.peer);
     auto t0 = std::chrono::steady_clock::now();
     v1::PathAssignment a = placement_.Upsert(job);
     placement_seconds_.Observe(
@@ -827,10 +840,18 @@ void Controller::DrainRegistrations() {
   }
 }
 
-void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse> done) {
-  Post([this, req = std::move(req), done = std::move(done)]() mutable {
+void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse> done,
+                           Caller caller) {
+  Post([this, req = std::move(req), done = std::move(done), caller = std::move(caller)]() mutable {
     v1::UpdateJobResponse resp;
     Status st;
+    if (!caller.Allows(req.job().tenant())) {
+      return done(caller.DenyTenant("jobs.write", req.job().tenant()), {});
+    }
+    if (auto old = jobs_.find(req.job().job_id());
+        old != jobs_.end() && !caller.Allows(old->second.tenant())) {
+      return done(caller.DenyTenant("jobs.write", old->second.tenant()), {});
+    }
     std::string request_id = req.request_id();
     req.clear_request_id();
     req.mutable_job()->clear_status();
@@ -850,6 +871,8 @@ void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse>
     *job.mutable_status() = it->second.status();
     Mutation m;
     v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_UPDATED, job.job_id());
+    ev.set_actor(caller.identity);
+    ev.set_peer(caller.peer);
     v1::PathAssignment a = placement_.Upsert(job);
     Mutation others;
     std::map<std::string, v1::Job> updated;
@@ -880,21 +903,32 @@ void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse>
   });
 }
 
-void Controller::ReleaseJob(v1::ReleaseJobRequest req, Done<v1::ReleaseJobResponse> done) {
-  Post([this, req = std::move(req), done = std::move(done)]() mutable {
+void Controller::ReleaseJob(v1::ReleaseJobRequest req, Done<v1::ReleaseJobResponse> done,
+                            Caller caller) {
+  Post([this, req = std::move(req), done = std::move(done), caller = std::move(caller)]() mutable {
     v1::ReleaseJobResponse resp;
     Status st;
     std::string request_id = req.request_id();
     req.clear_request_id();
-    if (Replay("ReleaseJob", request_id, req, &resp, &st)) return done(st, std::move(resp));
+    if (Replay("ReleaseJob", request_id, req, &resp, &st)) {
+      if (st.ok() && !caller.Allows(resp.job().tenant())) {
+        return done(caller.DenyTenant("jobs.write", resp.job().tenant()), {});
+      }
+      return done(st, std::move(resp));
+    }
     if (req.job_id().empty()) return done(InvalidArgument("job_id: must not be empty"), {});
     auto it = jobs_.find(req.job_id());
     if (it == jobs_.end()) {
       return done(NotFound("job_id: job \"" + req.job_id() + "\" is not registered"), {});
     }
+    if (!caller.Allows(it->second.tenant())) {
+      return done(caller.DenyTenant("jobs.write", it->second.tenant()), {});
+    }
     v1::Job job = it->second;
     Mutation m;
     v1::Event ev = NewEvent(v1::EVENT_TYPE_JOB_RELEASED, job.job_id());
+    ev.set_actor(caller.identity);
+    ev.set_peer(caller.peer);
     job.mutable_status()->set_state(v1::JOB_STATE_RELEASED);
     job.mutable_status()->set_revision(ev.revision());
     *job.mutable_status()->mutable_update_time() = ev.time();
@@ -916,12 +950,15 @@ void Controller::ReleaseJob(v1::ReleaseJobRequest req, Done<v1::ReleaseJobRespon
   });
 }
 
-void Controller::GetJob(v1::GetJobRequest req, Done<v1::GetJobResponse> done) {
-  Post([this, req = std::move(req), done = std::move(done)]() {
+void Controller::GetJob(v1::GetJobRequest req, Done<v1::GetJobResponse> done, Caller caller) {
+  Post([this, req = std::move(req), done = std::move(done), caller = std::move(caller)]() {
     if (req.job_id().empty()) return done(InvalidArgument("job_id: must not be empty"), {});
     auto it = jobs_.find(req.job_id());
     if (it == jobs_.end()) {
       return done(NotFound("job_id: job \"" + req.job_id() + "\" is not registered"), {});
+    }
+    if (!caller.Allows(it->second.tenant())) {
+      return done(caller.DenyTenant("jobs.read", it->second.tenant()), {});
     }
     v1::GetJobResponse resp;
     *resp.mutable_job() = it->second;
@@ -929,27 +966,59 @@ void Controller::GetJob(v1::GetJobRequest req, Done<v1::GetJobResponse> done) {
   });
 }
 
-void Controller::GetJobHealth(v1::GetJobHealthRequest req, Done<v1::GetJobHealthResponse> done) {
-  Post([this, req = std::move(req), done = std::move(done)]() {
+void Controller::GetJobHealth(v1::GetJobHealthRequest req, Done<v1::GetJobHealthResponse> done,
+                              Caller caller) {
+  Post([this, req = std::move(req), done = std::move(done), caller = std::move(caller)]() {
     if (req.job_id().empty()) return done(InvalidArgument("job_id: must not be empty"), {});
     auto it = jobs_.find(req.job_id());
     if (it == jobs_.end()) {
       return done(NotFound("job_id: job \"" + req.job_id() + "\" is not registered"), {});
     }
+    if (!caller.Allows(it->second.tenant())) {
+      return done(caller.DenyTenant("jobs.read", it->second.tenant()), {});
+    }
     done(Status::Ok(), JobHealthOf(it->second));
   });
 }
 
-void Controller::ListJobs(v1::ListJobsRequest req, Done<v1::ListJobsResponse> done) {
-  Post([this, req = std::move(req), done = std::move(done)]() {
+void Controller::RecordDenied(Caller caller, std::string method, std::string subject,
+                              std::string missing, uint32_t max_per_minute) {
+  Post([this, caller = std::move(caller), method = std::move(method), subject = std::move(subject),
+        missing = std::move(missing), max_per_minute]() {
+    const int64_t minute = clock_.WallNow() / 60'000'000'000LL;
+    if (minute != denied_minute_) {
+      denied_minute_ = minute;
+      denied_in_minute_ = 0;
+    }
+    if (denied_in_minute_ >= max_per_minute) return;
+    ++denied_in_minute_;
+    Mutation m;
+    v1::Event ev = NewEvent(v1::EVENT_TYPE_ACCESS_DENIED, subject);
+    ev.set_severity(v1::SEVERITY_WARNING);
+    ev.set_actor(caller.identity);
+    ev.set_peer(caller.peer);
+    ev.set_cause("API call " + method);
+    ev.set_action("refused");
+    ev.set_result(missing);
+    m.events.push_back(std::move(ev));
+    CommitAndPublish(m);
+  });
+}
+
+void Controller::ListJobs(v1::ListJobsRequest req, Done<v1::ListJobsResponse> done, Caller caller) {
+  Post([this, req = std::move(req), done = std::move(done), caller = std::move(caller)]() {
     if (req.page_size() < 0) {
       return done(InvalidArgument("page_size: must not be negative"), {});
+    }
+    if (!req.tenant().empty() && !caller.Allows(req.tenant())) {
+      return done(caller.DenyTenant("jobs.read", req.tenant()), {});
     }
     v1::ListJobsResponse resp;
     resp.set_revision(revision_);
     auto it = req.page_token().empty() ? jobs_.begin() : jobs_.upper_bound(req.page_token());
     for (; it != jobs_.end(); ++it) {
       if (!req.tenant().empty() && it->second.tenant() != req.tenant()) continue;
+      if (!caller.Allows(it->second.tenant())) continue;
       if (req.page_size() > 0 && resp.jobs_size() == req.page_size()) {
         resp.set_next_page_token(resp.jobs(resp.jobs_size() - 1).job_id());
         break;
@@ -1066,8 +1135,9 @@ void Controller::GetLink(v1::GetLinkRequest req, Done<v1::GetLinkResponse> done)
   });
 }
 
-void Controller::DrainLink(v1::DrainLinkRequest req, Done<v1::DrainLinkResponse> done) {
-  Post([this, req = std::move(req), done = std::move(done)]() mutable {
+void Controller::DrainLink(v1::DrainLinkRequest req, Done<v1::DrainLinkResponse> done,
+                           Caller caller) {
+  Post([this, req = std::move(req), done = std::move(done), caller = std::move(caller)]() mutable {
     v1::DrainLinkResponse resp;
     Status st;
     std::string request_id = req.request_id();
@@ -1087,6 +1157,8 @@ void Controller::DrainLink(v1::DrainLinkRequest req, Done<v1::DrainLinkResponse>
     }
     Mutation m;
     v1::Event ev = NewEvent(v1::EVENT_TYPE_LINK_DRAINED, l->id());
+    ev.set_actor(caller.identity);
+    ev.set_peer(caller.peer);
     ev.set_severity(v1::SEVERITY_WARNING);
     ev.set_cause("operator request: " + req.reason());
     ev.set_action("marked the link administratively out of service");
@@ -1120,8 +1192,9 @@ void Controller::DrainLink(v1::DrainLinkRequest req, Done<v1::DrainLinkResponse>
   });
 }
 
-void Controller::UndrainLink(v1::UndrainLinkRequest req, Done<v1::UndrainLinkResponse> done) {
-  Post([this, req = std::move(req), done = std::move(done)]() mutable {
+void Controller::UndrainLink(v1::UndrainLinkRequest req, Done<v1::UndrainLinkResponse> done,
+                             Caller caller) {
+  Post([this, req = std::move(req), done = std::move(done), caller = std::move(caller)]() mutable {
     v1::UndrainLinkResponse resp;
     Status st;
     std::string request_id = req.request_id();
@@ -1139,6 +1212,8 @@ void Controller::UndrainLink(v1::UndrainLinkRequest req, Done<v1::UndrainLinkRes
     LinkDrain saved_drain = it->second;
     Mutation m;
     v1::Event ev = NewEvent(v1::EVENT_TYPE_LINK_UNDRAINED, l->id());
+    ev.set_actor(caller.identity);
+    ev.set_peer(caller.peer);
     ev.set_cause("operator request");
     ev.set_action("returned the link to service");
     ev.set_result("in service");

@@ -141,6 +141,24 @@ struct PolicyInstallResult {
   int jobs_moved = 0;
 };
 
+// Who is calling, as the API layer authenticated and authorized it
+// (api/services/auth.h). Default: Loom itself or an API without authorization.
+struct Caller {
+  // "cert:NAME", "ISSUER:SUB", "anonymous" (authorization off); "" = not an API call.
+  std::string identity;
+  // The peer address as gRPC reports it.
+  std::string peer;
+  // The tenants whose jobs this call may touch (the scope of the permission it
+  // was granted); unset = every tenant.
+  std::optional<std::set<std::string>> tenants;
+  // The permission the call was granted ("jobs.write"), for denial messages.
+  std::string permission;
+
+  bool Allows(const std::string& tenant) const { return !tenants || tenants->count(tenant) > 0; }
+  // PERMISSION_DENIED naming the permission and tenant.
+  Status DenyTenant(const std::string& what, const std::string& tenant) const;
+};
+
 // A reconciler's view of one device as the API reports it (GetDeviceState, the
 // live view's device list).
 loom::v1::DeviceSyncStatus SyncStatusProto(const DeviceSync& d);
@@ -223,21 +241,35 @@ class Controller {
   // Group commit: registrations that arrive while the strand is busy are placed one
   // after the other and committed together in one transaction; each is answered
   // only after that commit, and a failed commit fails (and undoes) all of them.
-  void RegisterJob(loom::v1::RegisterJobRequest req, Done<loom::v1::RegisterJobResponse> done);
-  void UpdateJob(loom::v1::UpdateJobRequest req, Done<loom::v1::UpdateJobResponse> done);
-  void ReleaseJob(loom::v1::ReleaseJobRequest req, Done<loom::v1::ReleaseJobResponse> done);
-  void GetJob(loom::v1::GetJobRequest req, Done<loom::v1::GetJobResponse> done);
+  // `caller` names who asked in the events and limits the tenants the call may
+  // touch (PERMISSION_DENIED otherwise).
+  void RegisterJob(loom::v1::RegisterJobRequest req, Done<loom::v1::RegisterJobResponse> done,
+                   Caller caller = {});
+  void UpdateJob(loom::v1::UpdateJobRequest req, Done<loom::v1::UpdateJobResponse> done,
+                 Caller caller = {});
+  void ReleaseJob(loom::v1::ReleaseJobRequest req, Done<loom::v1::ReleaseJobResponse> done,
+                  Caller caller = {});
+  void GetJob(loom::v1::GetJobRequest req, Done<loom::v1::GetJobResponse> done, Caller caller = {});
   // Is the fabric slowing the job, where, and what Loom did (job_health.cc).
-  void GetJobHealth(loom::v1::GetJobHealthRequest req, Done<loom::v1::GetJobHealthResponse> done);
+  void GetJobHealth(loom::v1::GetJobHealthRequest req, Done<loom::v1::GetJobHealthResponse> done,
+                    Caller caller = {});
   // The estimated slowdown factor: max(1, predicted demand / capacity on the
   // job's worst link) / (1 - largest PFC pause share on its paths).
   static double JobFabricSlowdown(double predicted_max_utilization, double max_pause_ratio);
-  void ListJobs(loom::v1::ListJobsRequest req, Done<loom::v1::ListJobsResponse> done);
+  // A caller limited to some tenants sees only their jobs.
+  void ListJobs(loom::v1::ListJobsRequest req, Done<loom::v1::ListJobsResponse> done,
+                Caller caller = {});
 
   void ListLinks(loom::v1::ListLinksRequest req, Done<loom::v1::ListLinksResponse> done);
   void GetLink(loom::v1::GetLinkRequest req, Done<loom::v1::GetLinkResponse> done);
-  void DrainLink(loom::v1::DrainLinkRequest req, Done<loom::v1::DrainLinkResponse> done);
-  void UndrainLink(loom::v1::UndrainLinkRequest req, Done<loom::v1::UndrainLinkResponse> done);
+  void DrainLink(loom::v1::DrainLinkRequest req, Done<loom::v1::DrainLinkResponse> done,
+                 Caller caller = {});
+  void UndrainLink(loom::v1::UndrainLinkRequest req, Done<loom::v1::UndrainLinkResponse> done,
+                   Caller caller = {});
+  // Records an API call authorization refused (EVENT_TYPE_ACCESS_DENIED), at most
+  // `max_per_minute` a minute (the rest only counted by the API layer).
+  void RecordDenied(Caller caller, std::string method, std::string subject, std::string missing,
+                    uint32_t max_per_minute);
 
   // Replays retained events with revision >= start_revision (none when 0),
   // then delivers new ones until the sink returns false or Unsubscribe().
@@ -283,9 +315,10 @@ class Controller {
   void GetChangePlan(Done<loom::v1::ChangePlan> done);
   // approve mode: rolls out the plan built on `revision` (FAILED_PRECONDITION
   // when stale, quarantined or already rolling out).
-  void ApplyChangePlan(uint64_t revision, Done<loom::v1::ChangePlan> done);
+  void ApplyChangePlan(uint64_t revision, Done<loom::v1::ChangePlan> done, Caller caller = {});
   // Lets the quarantined change `revision` be tried again.
-  void ClearChangeQuarantine(uint64_t revision, Done<loom::v1::ChangePlan> done);
+  void ClearChangeQuarantine(uint64_t revision, Done<loom::v1::ChangePlan> done,
+                             Caller caller = {});
 
  private:
   struct LinkDrain {
@@ -296,6 +329,9 @@ class Controller {
 
   template <typename F>
   void Post(F&& f);
+  // An approval or quarantine clearing through the API, in the event log with
+  // who gave it (nothing when `caller` is not an API caller).
+  void RecordApproval(const Caller& caller, const std::string& action, uint64_t revision);
   // Builds an event with the next revision (not yet committed).
   loom::v1::Event NewEvent(loom::v1::EventType type, const std::string& subject);
   // Commits `m` (plus retention pruning) and on success publishes its events.
@@ -458,6 +494,9 @@ class Controller {
     std::string cause;
     std::set<std::string> nodes;
     std::set<std::string> jobs;
+    // Each job's tenant when the fault started (tenant-scoped watchers see the
+    // fault, and its clearing, only for their jobs).
+    std::map<std::string, std::string> job_tenants;
   };
   std::map<std::string, BlastFault> blast_active_;
   // Runs on every telemetry snapshot; scans the topology only when a link's state,
@@ -499,8 +538,12 @@ class Controller {
   struct PendingRegistration {
     loom::v1::RegisterJobRequest req;
     Done<loom::v1::RegisterJobResponse> done;
+    Caller caller;
   };
   static constexpr size_t kMaxRegistrationBatch = 256;
+  // RecordDenied's rate limit: the current minute and denials recorded in it.
+  int64_t denied_minute_ = -1;
+  uint32_t denied_in_minute_ = 0;
   // How long a due desired-state push waits while registrations are queued.
   static constexpr std::chrono::milliseconds kMaxPushDeferral{1000};
   std::mutex registrations_mu_;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "api/proto_util/number_ranges.h"
+#include "api/services/auth.h"
 #include "api/services/http_server.h"  // CheckMetricsSecurity
 #include "common/file.h"
 #include "common/flags.h"
@@ -55,6 +56,8 @@ Flags (override the config file):
   --policy FILE            TELB policy (loom.v1.PolicySet JSON, e.g.
                            deploy/examples/policy.json) installed at start-up;
                            refused with exit 2 when validation finds errors
+  --insecure               serve the gRPC API in plaintext on a non-loopback address
+                           (refused otherwise without the config's "tls"; logged)
   --help                   this text
   --version                print the version
 
@@ -76,9 +79,16 @@ so devices keep Loom's routes for the graceful-restart time (restarts do not
 disturb the fabric); "bgpWithdrawOnShutdown": true sends a Cease instead and the
 devices fall back to their own routing at once.
 
+Security (docs/security.md): the config's "tls" serves the API over TLS 1.2+ with
+optional or required client certificates (files re-read when they change);
+"auth" binds identities (client certificate names, JWT subjects) to roles
+(scheduler per tenant, operator, policy-admin, viewer, admin) and names the
+audit log. Without "auth" every caller may do everything.
+
 Signals: SIGHUP reloads the device inventory, profiles and fabric settings from
 the same command line and config file (unchanged devices keep their gNMI streams; a bad
-configuration is refused and logged). SIGINT and SIGTERM shut down cleanly.
+configuration is refused and logged), and the "auth" bindings and JWT keys. SIGINT
+and SIGTERM shut down cleanly.
 Exit status: 0 clean shutdown,
 1 runtime failure (database, ports), 2 bad command line or configuration.
 )";
@@ -175,7 +185,7 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
                    {"config", "topology", "grpc-listen", "metrics-listen", "db", "log-level",
                     "log-format", "ready-file", "event-retention", "telemetry-address",
                     "telemetry-interval-ms", "emulate", "fabric-ready-file", "policy"},
-                   {"help", "version"}, error)) {
+                   {"help", "version", "insecure"}, error)) {
     return ConfigResult::kError;
   }
   if (flags.Has("help")) return ConfigResult::kHelp;
@@ -217,6 +227,7 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
   if (flags.Has("emulate")) config->set_emulate_scenario(flags.Get("emulate"));
   if (flags.Has("fabric-ready-file")) config->set_fabric_ready_file(flags.Get("fabric-ready-file"));
   if (flags.Has("policy")) config->set_policy_path(flags.Get("policy"));
+  if (flags.Has("insecure")) config->set_insecure(true);
   if (!config->fabric_ready_file().empty() && !config->emulate_scenario().empty()) {
     *error = "fabric_ready_file and emulate_scenario exclude each other";
     return ConfigResult::kError;
@@ -297,9 +308,27 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
       return ConfigResult::kError;
     }
   }
-  if (config->has_tls() && !config->tls().cert_path().empty()) {
-    *error = "tls: TLS is not supported yet; remove the tls section";
+  if (config->has_tls() &&
+      !(config->tls().cert_path().empty() && config->tls().key_path().empty() &&
+        config->tls().ca_path().empty() && config->tls().client_auth().empty())) {
+    if (Status s = loom::api::CheckTlsFiles(config->tls()); !s.ok()) {
+      *error = s.message();
+      return ConfigResult::kError;
+    }
+  }
+  if (SplitHostPort(config->grpc_listen(), &host, &port) && !loom::api::IsLoopbackHost(host) &&
+      config->tls().cert_path().empty() && !config->insecure()) {
+    *error = "grpc_listen: " + config->grpc_listen() +
+             " is not a loopback address and the API has no TLS: configure \"tls\" "
+             "(docs/security.md) or pass --insecure to serve it in plaintext anyway";
     return ConfigResult::kError;
+  }
+  if (config->has_auth()) {
+    std::shared_ptr<const loom::api::AuthPolicy> policy;
+    if (Status s = loom::api::AuthPolicy::Create(config->auth(), &policy); !s.ok()) {
+      *error = s.message();
+      return ConfigResult::kError;
+    }
   }
   return ConfigResult::kOk;
 }

@@ -900,6 +900,43 @@ int main(int argc, char** argv) {
 
   loom::api::ServiceOptions sopts;
   sopts.watch_buffer_bytes = size_t{config.watch_buffer_kib()} << 10;
+  // Authentication, authorization and audit (docs/security.md).
+  loom::api::AuthMetrics auth_metrics(*registry);
+  std::shared_ptr<loom::api::AuditLog> audit;
+  if (loom::Status s = loom::api::AuditLog::Open(config.auth().audit_log_path(), &audit); !s.ok()) {
+    stop_telemetry();
+    work.reset();
+    io.stop();
+    core.join();
+    return Fail(2, s.message());
+  }
+  sopts.guard = std::make_shared<loom::api::ApiGuard>(&controller, audit, &auth_metrics);
+  if (config.has_auth()) {
+    std::shared_ptr<const loom::api::AuthPolicy> policy;
+    if (loom::Status s = loom::api::AuthPolicy::Create(config.auth(), &policy); !s.ok()) {
+      stop_telemetry();
+      work.reset();
+      io.stop();
+      core.join();
+      return Fail(2, s.message());
+    }
+    sopts.guard->SetPolicy(std::move(policy));
+  } else {
+    LOG_WARN(
+        "API authorization is off: every caller may do everything (configure \"auth\", "
+        "docs/security.md)");
+  }
+  {
+    std::string host;
+    int port = 0;
+    if (loom::loomd::SplitHostPort(config.grpc_listen(), &host, &port) &&
+        !loom::api::IsLoopbackHost(host) && config.tls().cert_path().empty()) {
+      LOG_WARN(
+          "serving the gRPC API in plaintext on a non-loopback address (--insecure): "
+          "anyone on the network can read and forge its calls")
+          .With("address", config.grpc_listen());
+    }
+  }
   // Previews (`loomctl render DEVICE --adapter sonic`) use the inventory's
   // next hops: each BGP session's `via` -> `next_hop` is the address the
   // device forwards to.
@@ -945,7 +982,7 @@ int main(int argc, char** argv) {
 
   loom::api::ApiServer server(controller, *registry, sopts);
   signal_watcher.Checkpoint("southbound and telemetry started");
-  if (loom::Status s = server.Start(config.grpc_listen()); !s.ok()) {
+  if (loom::Status s = server.Start(config.grpc_listen(), config.tls()); !s.ok()) {
     stop_telemetry();
     http.Stop();
     work.reset();
@@ -962,7 +999,9 @@ int main(int argc, char** argv) {
       .With("topology", index->topology().name())
       .With("devices", index->topology().devices_size())
       .With("links", index->topology().links_size())
-      .With("database", config.database_path());
+      .With("database", config.database_path())
+      .With("tls", config.tls().cert_path().empty() ? "off" : "on")
+      .With("authorization", config.has_auth() ? "on" : "off");
   if (!config.ready_file().empty()) {
     std::string tmp = config.ready_file() + ".tmp";
     {
@@ -1051,6 +1090,16 @@ int main(int argc, char** argv) {
       inventory = inv;
     }
     warn_uncarried(fresh);
+    if (fresh.has_auth()) {
+      std::shared_ptr<const loom::api::AuthPolicy> policy;
+      if (loom::Status s = loom::api::AuthPolicy::Create(fresh.auth(), &policy); s.ok()) {
+        sopts.guard->SetPolicy(std::move(policy));
+      }  // LoadConfig validated it; a key file gone since is refused there
+    } else if (config.has_auth()) {
+      LOG_WARN(
+          "reload: \"auth\" removed from the configuration; keeping the bindings loaded "
+          "at start (restart loomd to turn authorization off)");
+    }
     controller.SetFabricSettings({fresh.fabric_settings().begin(), fresh.fabric_settings().end()});
     if (!had_targets && !snapshots.joinable()) snapshots = std::thread(snapshot_loop);
     LOG_INFO("configuration reloaded (SIGHUP)")

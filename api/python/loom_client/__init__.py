@@ -21,6 +21,6 @@ by a restart (UNAVAILABLE) is reopened from the revision after the last one deli
 no revision is delivered twice; a start revision already compacted raises LoomError
 (OUT_OF_RANGE, `compacted_revision` in its metadata).
 """
-from loom_client.client import Client, LoomError  # noqa: F401
+from loom_client.client import Client, LoomError, connection_settings  # noqa: F401
 
-__all__ = ["Client", "LoomError"]
+__all__ = ["Client", "LoomError", "connection_settings"]

@@ -1,4 +1,7 @@
 """loom_client.Client: typed wrappers of every loom.v1 RPC (see the package docstring)."""
+import ipaddress
+import json
+import os
 import time
 import uuid
 
@@ -44,17 +47,100 @@ class LoomError(Exception):
         return cls(method, err.code(), err.details() or "", reason, metadata, violations)
 
 
+def _read(path, what):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise ValueError("%s: cannot read %s: %s" % (what, path, e.strerror)) from None
+
+
+def _is_loopback(address):
+    host = address.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def connection_settings(address=None, context=None, environ=None):
+    """What loomctl uses to reach loomd, for the Python client: arguments win, then the
+    environment (LOOM_SERVER, LOOM_CA, LOOM_CERT, LOOM_KEY, LOOM_TOKEN, LOOM_TOKEN_FILE,
+    LOOM_SERVER_NAME, LOOM_CONTEXT), then a context of $LOOMCONFIG or
+    ~/.config/loom/config.json (docs/security.md). Returns Client keyword arguments."""
+    env = os.environ if environ is None else environ
+    out = {"address": address or env.get("LOOM_SERVER") or "",
+           "ca": env.get("LOOM_CA") or None, "cert": env.get("LOOM_CERT") or None,
+           "key": env.get("LOOM_KEY") or None, "token": env.get("LOOM_TOKEN") or None,
+           "token_file": env.get("LOOM_TOKEN_FILE") or None,
+           "server_name": env.get("LOOM_SERVER_NAME") or None}
+    path = env.get("LOOMCONFIG") or os.path.join(env.get("HOME", "/nonexistent"), ".config",
+                                                 "loom", "config.json")
+    if os.path.exists(path) or env.get("LOOMCONFIG"):
+        doc = json.loads(_read(path, "LOOMCONFIG"))
+        want = context or env.get("LOOM_CONTEXT") or doc.get("currentContext") or ""
+        ctx = next((c for c in doc.get("contexts", []) if not want or c.get("name") == want), None)
+        if ctx is None and want:
+            raise ValueError("%s: no context named %r" % (path, want))
+        base = os.path.dirname(os.path.abspath(path))
+        for key, field, is_path in (("address", "server", False), ("ca", "ca", True),
+                                    ("cert", "cert", True), ("key", "key", True),
+                                    ("token_file", "tokenFile", True),
+                                    ("server_name", "serverName", False)):
+            value = (ctx or {}).get(field)
+            if value and not out[key]:
+                out[key] = os.path.join(base, value) if is_path else value
+    out["address"] = out["address"] or "127.0.0.1:50061"
+    return out
+
+
 class Client:
     """One channel to loomd. `timeout`: default deadline of a call, seconds; `retries`:
     attempts after the first on UNAVAILABLE / DEADLINE_EXCEEDED (with backoff from
-    `backoff` seconds, doubling, at most 5 s)."""
+    `backoff` seconds, doubling, at most 5 s).
 
-    def __init__(self, address, timeout=10.0, retries=5, backoff=0.2, channel=None):
+    Security (docs/security.md): `ca` (PEM path) turns on TLS and verifies loomd's
+    certificate; `cert` + `key` present a client certificate (mTLS); `token` or
+    `token_file` sends a bearer token (JWT) with every call; `server_name` is the name to
+    verify in loomd's certificate. Client.from_environment() takes them as loomctl does."""
+
+    def __init__(self, address, timeout=10.0, retries=5, backoff=0.2, channel=None, ca=None,
+                 cert=None, key=None, token=None, token_file=None, server_name=None):
         self.address = address
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
-        self._channel = channel or grpc.insecure_channel(address)
+        if bool(cert) != bool(key):
+            raise ValueError("cert and key go together (client certificate and its key)")
+        if token is None and token_file:
+            token = _read(token_file, "token_file").decode().strip()
+            if not token:
+                raise ValueError("token_file: %s is empty" % token_file)
+        self._metadata = (("authorization", "Bearer " + token),) if token else ()
+        if channel is None:
+            if ca or cert:
+                creds = grpc.ssl_channel_credentials(
+                    root_certificates=_read(ca, "ca") if ca else None,
+                    private_key=_read(key, "key") if key else None,
+                    certificate_chain=_read(cert, "cert") if cert else None)
+                options = ((("grpc.ssl_target_name_override", server_name),)
+                           if server_name else ())
+                channel = grpc.secure_channel(address, creds, options=options)
+            else:
+                if token and not _is_loopback(address):
+                    raise ValueError("refusing to send a bearer token in plaintext to %s "
+                                     "(give ca= for TLS, or use a loopback address)" % address)
+                channel = grpc.insecure_channel(address)
+        self._channel = channel
+
+    @classmethod
+    def from_environment(cls, address=None, context=None, **kwargs):
+        """A client set up like loomctl: see connection_settings()."""
+        settings = connection_settings(address, context)
+        settings.update(kwargs)
+        return cls(**settings)
 
     def close(self):
         self._channel.close()
@@ -75,7 +161,8 @@ class Client:
         delay = self.backoff
         for attempt in range(self.retries + 1):
             try:
-                return call(request, timeout=self.timeout if timeout is None else timeout)
+                return call(request, timeout=self.timeout if timeout is None else timeout,
+                            metadata=self._metadata)
             except grpc.RpcError as err:
                 if err.code() not in _RETRYABLE or attempt == self.retries:
                     raise LoomError.from_rpc_error(method, err) from None
@@ -103,7 +190,7 @@ class Client:
             req.CopyFrom(request)
             req.start_revision = next_revision
             try:
-                for resp in stream(req):
+                for resp in stream(req, metadata=self._metadata):
                     rev = revision_of(resp)
                     if next_revision and rev < next_revision:
                         continue  # delivered before the stream was reopened

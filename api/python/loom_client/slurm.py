@@ -52,6 +52,12 @@ DEFAULTS = {
     "fault_action": "report",    # "report" (log only) or "drain" (drain, then resume)
     "resume_after_s": 60.0,      # a cleared fault must stay clear this long
     "agent_state": "",           # the agent's position and faults ("" -> memory only)
+    # Credentials (docs/security.md); files must be readable by SlurmctldUser.
+    "ca": "",                    # PEM CA bundle: TLS to loomd, verifying its certificate
+    "cert": "",                  # client certificate (mTLS) ...
+    "key": "",                   # ... and its key
+    "token_file": "",            # bearer token (JWT), re-read at each hook run
+    "server_name": "",           # name to verify in loomd's certificate
 }
 
 # Exit codes (documented in docs/slurm.md).
@@ -105,13 +111,28 @@ def load_config(path=None):
                             (path, key, v, lo, hi))
     if key_types_bad(cfg):
         raise HookError("config %s: %s" % (path, key_types_bad(cfg)))
+    if bool(cfg["cert"]) != bool(cfg["key"]):
+        raise HookError("config %s: cert and key go together" % path)
+    for key in ("ca", "cert", "key", "token_file"):
+        if cfg[key] and not os.access(cfg[key], os.R_OK):
+            raise HookError("config %s: %s: %s is not readable by this user (uid %d)" %
+                            (path, key, cfg[key], os.getuid()))
     return cfg
+
+
+def connect(cfg, **kwargs):
+    """A loom_client.Client for the hooks' configuration (address and credentials)."""
+    from loom_client.client import Client
+    return Client(cfg["loom"], timeout=float(cfg["timeout_s"]), ca=cfg["ca"] or None,
+                  cert=cfg["cert"] or None, key=cfg["key"] or None,
+                  token_file=cfg["token_file"] or None,
+                  server_name=cfg["server_name"] or None, **kwargs)
 
 
 def key_types_bad(cfg):
     """What is wrong with the types of the string and map settings ("" when nothing)."""
     for key in ("loom", "job_id", "default_tenant", "slurm_conf", "scontrol", "log_file",
-                "agent_state"):
+                "agent_state", "ca", "cert", "key", "token_file", "server_name"):
         if not isinstance(cfg[key], str):
             return "%s: must be a string" % key
     for key in ("node_hosts", "labels"):
@@ -328,11 +349,10 @@ def prolog(env=None, cfg=None):
                       "PrologSlurmctld")
     if cfg is None:
         return EXIT_CONFIG
-    from loom_client.client import Client, LoomError
+    from loom_client.client import LoomError
     try:
         job_text = _scontrol(cfg, "show", "job", "-d", env["SLURM_JOB_ID"])
-        with Client(cfg["loom"], timeout=float(cfg["timeout_s"]),
-                    retries=int(cfg["retries"])) as loom:
+        with connect(cfg, retries=int(cfg["retries"])) as loom:
             topology = loom.get_topology()
             job = build_job(cfg, env, topology, job_text)
             if job is None:
@@ -371,11 +391,10 @@ def epilog(env=None, cfg=None):
     cfg, log = _setup("epilog", env, cfg, ("SLURM_JOB_ID",), "EpilogSlurmctld")
     if cfg is None:
         return EXIT_CONFIG
-    from loom_client.client import Client, LoomError
+    from loom_client.client import LoomError
     job_id = loom_job_id(cfg, env)
     try:
-        with Client(cfg["loom"], timeout=float(cfg["timeout_s"]),
-                    retries=int(cfg["retries"])) as loom:
+        with connect(cfg, retries=int(cfg["retries"])) as loom:
             loom.release_job(job_id, request_id="%s-epilog-%s" %
                              (job_id, env.get("SLURM_JOB_RESTART_COUNT", "0")))
         log("info", "released %s" % job_id)

@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 
-from loom_client.slurm import HookError, Log, _scontrol, _slurm, load_config
+from loom_client.slurm import HookError, Log, _scontrol, _slurm, connect, load_config
 
 REASON_PREFIX = "loom: "
 RETRY_S = 5.0
@@ -205,10 +205,10 @@ class Agent:
     def run(self, stop=None, once=False):
         """Follows Loom's events until `stop` (a threading.Event) is set."""
         from loom.v1 import event_pb2
-        from loom_client.client import Client, LoomError
+        from loom_client.client import LoomError
         stop = stop or threading.Event()
         events = queue.Queue()
-        loom = Client(self.cfg["loom"], timeout=float(self.cfg["timeout_s"]), retries=1000000)
+        loom = connect(self.cfg, retries=1000000)
         try:
             caught_up_at = loom.list_jobs(page_size=1).revision
         except LoomError as e:
