@@ -29,6 +29,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from loomd_harness import Loomd, client_venv_main, free_port  # noqa: E402
+from pki import Pki  # noqa: E402
 from slurm_harness import Slurm  # noqa: E402
 
 ARGS = None
@@ -52,11 +53,25 @@ class SlurmHooksTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         from loom_client import Client
-        cls.loomd = Loomd(ARGS.loomd, os.path.join(ARGS.source_dir, "deploy", "examples",
-                                                   "topology-small.json"))
-        cls.loom = Client(cls.loomd.grpc_address, timeout=10)
         cls.dir = tempfile.mkdtemp(prefix="loom-slurm-hooks-")
         os.chmod(cls.dir, 0o755)
+        # loomd serves mTLS with authorization: the hooks present slurmctld's certificate
+        # (a scheduler for every tenant, and a viewer for the agent's fault events); the
+        # test reads and cleans up as an admin.
+        cls.pki = Pki(cls.dir)
+        cls.pki.issue("server", "loomd", "DNS:loomd,IP:127.0.0.1")
+        cls.pki.issue("slurmctld", "slurmctld", "DNS:slurmctld")
+        cls.pki.issue("admin", "test-admin", "DNS:test-admin")
+        p = cls.pki.p
+        cls.loomd = Loomd(
+            ARGS.loomd, os.path.join(ARGS.source_dir, "deploy", "examples", "topology-small.json"),
+            config={"tls": {"certPath": p("server.pem"), "keyPath": p("server-key.pem"),
+                            "caPath": p("ca.pem")},
+                    "auth": {"bindings": [
+                        {"subjects": ["cert:slurmctld"], "role": "scheduler", "tenants": ["*"]},
+                        {"subjects": ["cert:test-admin"], "role": "admin"}]}})
+        cls.loom = Client(cls.loomd.grpc_address, timeout=10, ca=p("ca.pem"),
+                          cert=p("admin.pem"), key=p("admin-key.pem"))
         cls.config = os.path.join(cls.dir, "slurm-hooks.json")
         cls.hook_log = os.path.join(cls.dir, "hooks.log")
         bindir = os.path.dirname(sys.executable)
@@ -84,7 +99,9 @@ class SlurmHooksTest(unittest.TestCase):
 
     @classmethod
     def write_config(cls, **overrides):
+        p = cls.pki.p
         cfg = {"loom": cls.loomd.grpc_address, "timeout_s": 5, "retries": 1,
+               "ca": p("ca.pem"), "cert": p("slurmctld.pem"), "key": p("slurmctld-key.pem"),
                "tenant_from": "partition", "qp_ranges": [[100, 163]], "traffic_class": 3,
                "slurm_conf": cls.slurm.conf, "log_file": cls.hook_log,
                "labels": {"scheduler": "slurm"}}
@@ -244,7 +261,9 @@ class SlurmHooksTest(unittest.TestCase):
         started = time.monotonic()
         agent = None
         try:
-            self.write_config(loom=loomd.grpc_address, fault_action="drain",
+            # This loomd (the embedded emulator) is plaintext on loopback, no auth.
+            self.write_config(loom=loomd.grpc_address, ca="", cert="", key="",
+                              fault_action="drain",
                               resume_after_s=2,
                               agent_state=os.path.join(self.dir, "agent-state.json"))
             sid = self.sbatch("-N2", "--gres=gpu:1", "--wrap", "sleep 300")
@@ -293,7 +312,9 @@ class SlurmHooksTest(unittest.TestCase):
             agent.wait(timeout=10)
             agent = None
             mark = len(self.hook_log_text())
-            self.write_config(loom=loomd.grpc_address, fault_action="drain",
+            # This loomd (the embedded emulator) is plaintext on loopback, no auth.
+            self.write_config(loom=loomd.grpc_address, ca="", cert="", key="",
+                              fault_action="drain",
                               resume_after_s=0,
                               agent_state=os.path.join(self.dir, "agent-state-2.json"))
             subprocess.run([os.path.join(os.path.dirname(sys.executable), "loom-slurm-agent"),
@@ -347,6 +368,31 @@ class SlurmHooksTest(unittest.TestCase):
             rc = slurm.prolog(env=dict(env, LOOM_SLURM_CONFIG=self.config))
         self.assertEqual(rc, slurm.EXIT_CONFIG)
         self.assertIn("failure_mode: 'sometimes' is not one of open, closed", err.getvalue())
+        # Credentials the hook's user cannot read are named before anything is tried.
+        self.write_config(key=os.path.join(self.dir, "missing-key.pem"))
+        with self.assertRaises(slurm.HookError) as cm:
+            slurm.load_config(self.config)
+        self.assertIn("key:", str(cm.exception))
+        self.assertIn("not readable", str(cm.exception))
+
+    def test_without_credentials_loom_refuses_the_hook(self):
+        """The hooks authenticate: loomd requires a client certificate (mTLS), so a hook
+        configured without one does not get past the TLS handshake."""
+        from loom_client import slurm
+        self.write_config(ca=self.pki.p("ca.pem"), cert="", key="", failure_mode="closed")
+        msgs = []
+        cfg = slurm.load_config(self.config)
+        cfg["log_file"] = ""
+        with slurm.connect(cfg, retries=0) as loom:
+            from loom_client import LoomError
+            with self.assertRaises(LoomError) as cm:
+                loom.list_jobs()
+            msgs.append(str(cm.exception))
+        self.assertIn("UNAVAILABLE", msgs[0])
+        # The same hook with its certificate gets through.
+        self.write_config()
+        with slurm.connect(slurm.load_config(self.config), retries=0) as loom:
+            loom.list_jobs()
 
 
 if __name__ == "__main__":
