@@ -438,6 +438,89 @@ class SecurityTest(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
 
 
+class BlastRadiusScopeTest(unittest.TestCase):
+    """A fault's blast radius reaches a tenant-scoped watcher only for its jobs: the
+    embedded emulator fails host000's NIC port under two tenants' jobs."""
+
+    def test_scoped_watcher_sees_only_its_jobs_in_a_fault(self):
+        d = tempfile.mkdtemp(prefix="loom-sec-br-")
+        try:
+            pki = Pki(d)
+            pki.issue("server", "loomd", "IP:127.0.0.1")
+            certs = {n: pki.issue(n, n, "DNS:" + n) for n in ("sched-a", "sched-b", "viewer1")}
+            with open(ARGS.topology) as f:
+                topo = json.load(f)
+            nic_link = next(link["id"] for link in topo["links"]
+                            if link["a"]["device"] == "host000-nic0")
+            down_s = 12
+            scenario = {"name": "nic-port-fault", "topologyFile": os.path.abspath(ARGS.topology),
+                        "engine": {"stepNs": "2000", "seed": "3", "sampleNs": "1000000"},
+                        "switchModes": [{"device": "*", "mode": "static"}], "jobs": [],
+                        "faults": [{"atNs": str(down_s * 10**9), "kind": "link-down",
+                                    "target": nic_link}]}
+            spath = os.path.join(d, "scenario.json")
+            with open(spath, "w") as f:
+                json.dump(scenario, f)
+            config = {"tls": {"certPath": pki.p("server.pem"), "keyPath": pki.p("server-key.pem"),
+                              "caPath": pki.ca},
+                      "auth": {"bindings": [
+                          {"subjects": ["cert:sched-a"], "role": "scheduler",
+                           "tenants": ["tenant-a"]},
+                          {"subjects": ["cert:sched-b"], "role": "scheduler",
+                           "tenants": ["tenant-b"]},
+                          {"subjects": ["cert:viewer1"], "role": "viewer"}]}}
+            loomd = Loomd(ARGS.loomd, ARGS.topology, config=config,
+                          extra_args=["--emulate", spath])
+            started = time.monotonic()
+            try:
+                def channel(who):
+                    def rd(path):
+                        with open(path, "rb") as f:
+                            return f.read()
+                    crt, key = certs[who]
+                    return grpc.secure_channel(loomd.grpc_address, grpc.ssl_channel_credentials(
+                        rd(pki.ca), rd(key), rd(crt)))
+                s, f = pb["sched"], pb["fabric"]
+                for who, job_id, tenant, eps in (
+                        ("sched-a", "br-a", "tenant-a", ["host000-gpu0", "host002-gpu0"]),
+                        ("sched-b", "br-b", "tenant-b", ["host000-gpu1", "host003-gpu0"])):
+                    j = pb["job"].Job(tenant=tenant, job_id=job_id, endpoints=eps,
+                                      collective=pb["job"].COLLECTIVE_PATTERN_ALL_TO_ALL)
+                    with channel(who) as ch:
+                        ch.unary_unary("/loom.v1.SchedulerService/RegisterJob",
+                                       request_serializer=lambda m: m.SerializeToString(),
+                                       response_deserializer=s.RegisterJobResponse.FromString)(
+                            s.RegisterJobRequest(job=j), timeout=10)
+                self.assertLess(time.monotonic() - started, down_s,
+                                "registered after the fault: too slow a machine")
+
+                def radius(who):
+                    with channel(who) as ch:
+                        stream = ch.unary_stream(
+                            "/loom.v1.FabricService/WatchEvents",
+                            request_serializer=lambda m: m.SerializeToString(),
+                            response_deserializer=f.WatchEventsResponse.FromString)
+                        return [r.event for r in stream(f.WatchEventsRequest(
+                            start_revision=1, replay_only=True,
+                            types=[pb["event"].EVENT_TYPE_FAULT_BLAST_RADIUS]), timeout=10)]
+                deadline = time.monotonic() + down_s + 60
+                while time.monotonic() < deadline and not radius("viewer1"):
+                    time.sleep(0.5)
+                whole = radius("viewer1")
+                self.assertTrue(whole, "no blast-radius event:\n" + loomd.read_log()[-3000:])
+                self.assertEqual(whole[0].attributes["jobs"], "br-a,br-b")
+                for who, mine, other in (("sched-a", "br-a", "br-b"), ("sched-b", "br-b", "br-a")):
+                    evs = radius(who)
+                    self.assertEqual(len(evs), 1, who)
+                    self.assertEqual(evs[0].attributes["jobs"], mine, who)
+                    self.assertNotIn(other, evs[0].result, who)
+                    self.assertIn("host000", evs[0].attributes["nodes"], who)
+            finally:
+                loomd.stop()
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
 class ListenTest(unittest.TestCase):
     def test_non_loopback_without_tls_is_refused_unless_insecure(self):
         d = tempfile.mkdtemp(prefix="loom-sec-listen-")
