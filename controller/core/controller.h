@@ -244,28 +244,28 @@ class Controller {
   // `caller` names who asked in the events and limits the tenants the call may
   // touch (PERMISSION_DENIED otherwise).
   void RegisterJob(loom::v1::RegisterJobRequest req, Done<loom::v1::RegisterJobResponse> done,
-                   Caller caller = {});
+                   Caller caller);
   void UpdateJob(loom::v1::UpdateJobRequest req, Done<loom::v1::UpdateJobResponse> done,
-                 Caller caller = {});
+                 Caller caller);
   void ReleaseJob(loom::v1::ReleaseJobRequest req, Done<loom::v1::ReleaseJobResponse> done,
-                  Caller caller = {});
-  void GetJob(loom::v1::GetJobRequest req, Done<loom::v1::GetJobResponse> done, Caller caller = {});
+                  Caller caller);
+  void GetJob(loom::v1::GetJobRequest req, Done<loom::v1::GetJobResponse> done, Caller caller);
   // Is the fabric slowing the job, where, and what Loom did (job_health.cc).
   void GetJobHealth(loom::v1::GetJobHealthRequest req, Done<loom::v1::GetJobHealthResponse> done,
-                    Caller caller = {});
+                    Caller caller);
   // The estimated slowdown factor: max(1, predicted demand / capacity on the
   // job's worst link) / (1 - largest PFC pause share on its paths).
   static double JobFabricSlowdown(double predicted_max_utilization, double max_pause_ratio);
   // A caller limited to some tenants sees only their jobs.
   void ListJobs(loom::v1::ListJobsRequest req, Done<loom::v1::ListJobsResponse> done,
-                Caller caller = {});
+                Caller caller);
 
   void ListLinks(loom::v1::ListLinksRequest req, Done<loom::v1::ListLinksResponse> done);
   void GetLink(loom::v1::GetLinkRequest req, Done<loom::v1::GetLinkResponse> done);
   void DrainLink(loom::v1::DrainLinkRequest req, Done<loom::v1::DrainLinkResponse> done,
-                 Caller caller = {});
+                 Caller caller);
   void UndrainLink(loom::v1::UndrainLinkRequest req, Done<loom::v1::UndrainLinkResponse> done,
-                   Caller caller = {});
+                   Caller caller);
   // Records an API call authorization refused (EVENT_TYPE_ACCESS_DENIED), at most
   // `max_per_minute` a minute (the rest only counted by the API layer).
   void RecordDenied(Caller caller, std::string method, std::string subject, std::string missing,
@@ -315,10 +315,41 @@ class Controller {
   void GetChangePlan(Done<loom::v1::ChangePlan> done);
   // approve mode: rolls out the plan built on `revision` (FAILED_PRECONDITION
   // when stale, quarantined or already rolling out).
-  void ApplyChangePlan(uint64_t revision, Done<loom::v1::ChangePlan> done, Caller caller = {});
+  void ApplyChangePlan(uint64_t revision, Done<loom::v1::ChangePlan> done, Caller caller);
   // Lets the quarantined change `revision` be tried again.
-  void ClearChangeQuarantine(uint64_t revision, Done<loom::v1::ChangePlan> done,
-                             Caller caller = {});
+  void ClearChangeQuarantine(uint64_t revision, Done<loom::v1::ChangePlan> done, Caller caller);
+
+  // Without a caller: Loom itself, tests (no tenant limit, no actor in events).
+  void RegisterJob(loom::v1::RegisterJobRequest req, Done<loom::v1::RegisterJobResponse> done) {
+    RegisterJob(std::move(req), std::move(done), Caller{});
+  }
+  void UpdateJob(loom::v1::UpdateJobRequest req, Done<loom::v1::UpdateJobResponse> done) {
+    UpdateJob(std::move(req), std::move(done), Caller{});
+  }
+  void ReleaseJob(loom::v1::ReleaseJobRequest req, Done<loom::v1::ReleaseJobResponse> done) {
+    ReleaseJob(std::move(req), std::move(done), Caller{});
+  }
+  void GetJob(loom::v1::GetJobRequest req, Done<loom::v1::GetJobResponse> done) {
+    GetJob(std::move(req), std::move(done), Caller{});
+  }
+  void GetJobHealth(loom::v1::GetJobHealthRequest req, Done<loom::v1::GetJobHealthResponse> done) {
+    GetJobHealth(std::move(req), std::move(done), Caller{});
+  }
+  void ListJobs(loom::v1::ListJobsRequest req, Done<loom::v1::ListJobsResponse> done) {
+    ListJobs(std::move(req), std::move(done), Caller{});
+  }
+  void DrainLink(loom::v1::DrainLinkRequest req, Done<loom::v1::DrainLinkResponse> done) {
+    DrainLink(std::move(req), std::move(done), Caller{});
+  }
+  void UndrainLink(loom::v1::UndrainLinkRequest req, Done<loom::v1::UndrainLinkResponse> done) {
+    UndrainLink(std::move(req), std::move(done), Caller{});
+  }
+  void ApplyChangePlan(uint64_t revision, Done<loom::v1::ChangePlan> done) {
+    ApplyChangePlan(revision, std::move(done), Caller{});
+  }
+  void ClearChangeQuarantine(uint64_t revision, Done<loom::v1::ChangePlan> done) {
+    ClearChangeQuarantine(revision, std::move(done), Caller{});
+  }
 
  private:
   struct LinkDrain {

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """loomd reading loom-fabric over gNMI with TLS, mutual TLS and credentials.
 
-Certificates are made with openssl at test time (tls_certs.py). loom-fabric A
+Certificates are made with openssl at test time (pki.py). loom-fabric A
 serves TLS with the test CA's server certificate, requires client
 certificates from that CA and a username/password; loom-fabric B serves an
 expired certificate. One loomd, one inventory entry per device:
@@ -30,7 +30,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from loomd_harness import start_process, stop_processes  # noqa: E402
-from tls_certs import make_pki  # noqa: E402
+from pki import make_pki  # noqa: E402
 
 ARGS = None
 GOOD = ["leaf0", "spine0", "host002-nic0"]

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """loomd's metrics port over TLS with client certificates, basic auth and a bearer token.
 
-Certificates are made with openssl at test time (tls_certs.py). loomd serves
+Certificates are made with openssl at test time (pki.py). loomd serves
 /metrics with metricsSecurity: TLS (server cert, client CA), a users file (a
 plaintext and a {SHA256} entry) and a bearer token file.
   curl: no credentials / wrong password -> 401 + WWW-Authenticate; right ones
@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from loomd_harness import free_port, start_process, stop_processes  # noqa: E402
-from tls_certs import make_pki  # noqa: E402
+from pki import client_speaks_tls11, make_pki, tls_handshake  # noqa: E402
 
 ARGS = None
 PROMETHEUS = "/usr/bin/prometheus"
@@ -122,8 +121,12 @@ class MetricsTlsTest(unittest.TestCase):
                              capture_output=True, text=True)
         self.assertNotEqual(out.stdout, "200", out)
         self.assertNotEqual(out.stdout, "401", out)
-        rc, _, err = self.curl(url, "-u", "prometheus:scrape-pass", "--tlsv1.1", "--tls-max", "1.1")
-        self.assertNotEqual(rc, 0, "TLS 1.1 accepted")
+        ok, out = tls_handshake("127.0.0.1", port, "-tls1_1", self.pki["ca.pem"],
+                                self.pki["client.pem"], self.pki["client.key"])
+        self.assertFalse(ok, "TLS 1.1 accepted:\n" + out)
+        self.assertTrue(client_speaks_tls11(self.pki["server.pem"], self.pki["server.key"],
+                                            self.pki["ca.pem"], free_port()),
+                        "the control: this openssl client cannot speak TLS 1.1 at all")
         rc, head, err = self.curl(url, "-u", "prometheus:scrape-pass", client_cert=False)
         self.assertFalse(rc == 0 and head.endswith("200"), "served without a client certificate")
 
