@@ -12,8 +12,8 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/tls_files.h"
 #include "gnmi/gnmi.grpc.pb.h"
-#include "telemetry/gnmi_tls.h"
 
 namespace loom::sim {
 namespace {
@@ -393,8 +393,8 @@ Status GnmiTarget::Start() {
     if (options_.tls_cert_path.empty() || options_.tls_key_path.empty()) {
       return InvalidArgument("gnmi target: TLS needs both a certificate and a key");
     }
-    if (std::string e = telemetry::CheckPemKeyPair("tls certificate", options_.tls_cert_path,
-                                                   "tls key", options_.tls_key_path);
+    if (std::string e = loom::CheckPemKeyPair("tls certificate", options_.tls_cert_path, "tls key",
+                                              options_.tls_key_path);
         !e.empty()) {
       return InvalidArgument("gnmi target: " + e);
     }
@@ -404,8 +404,7 @@ Status GnmiTarget::Start() {
     (void)ReadFile(options_.tls_key_path, &pair.private_key);
     so.pem_key_cert_pairs.push_back(std::move(pair));
     if (!options_.tls_client_ca_path.empty()) {
-      if (std::string e =
-              telemetry::CheckPemCertificates("tls client CA", options_.tls_client_ca_path);
+      if (std::string e = loom::CheckPemCertificates("tls client CA", options_.tls_client_ca_path);
           !e.empty()) {
         return InvalidArgument("gnmi target: " + e);
       }

@@ -359,7 +359,7 @@ std::unique_ptr<Collector::Target> Collector::MakeTarget(const TargetConfig& cfg
   t->health.name = cfg.name;
   t->health.address = cfg.address;
   t->health.next_attempt_ns = now;
-  t->credentials = southbound::gnmi::GnmiChannelCredentials(cfg.tls, nullptr);
+  t->credentials = loom::TlsChannelCredentials(cfg.tls, nullptr);
   if (cfg.profile == nullptr) {
     auto s = std::make_unique<Stream>();
     s->next_attempt = now;

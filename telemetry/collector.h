@@ -76,9 +76,9 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/tls_channel.h"
 #include "gnmi/gnmi.pb.h"
 #include "loom/v1/telemetry_profile.pb.h"
-#include "southbound/gnmi/gnmi_tls.h"
 #include "telemetry/sink.h"
 
 namespace grpc {
@@ -110,9 +110,9 @@ struct TargetConfig {
   std::unordered_map<std::string, std::string> aliases;  // Interface alias -> name.
   std::string username;  // gNMI "username"/"password" call metadata, if set.
   std::string password;
-  // Plaintext or TLS (southbound/gnmi/gnmi_tls.h). A connection that fails
+  // Plaintext or TLS (common/tls_channel.h). A connection that fails
   // over TLS is reported with the TLS settings in last_error.
-  southbound::gnmi::GnmiTls tls;
+  loom::TlsClientConfig tls;
   // Catalogue signals that apply to the device (its role); empty = all.
   // Others are neither subscribed nor reported.
   std::vector<std::string> signals;

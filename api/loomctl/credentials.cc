@@ -113,7 +113,11 @@ bool ResolveConnection(const loom::Flags& flags, Connection* out, std::string* e
   out->key = pick("key", "LOOM_KEY");
   out->token_file = pick("token-file", "LOOM_TOKEN_FILE");
   out->server_name = pick("server-name", "LOOM_SERVER_NAME");
-  out->token = Env("LOOM_TOKEN");
+  // --token-file beats $LOOM_TOKEN, which beats $LOOM_TOKEN_FILE and the config file.
+  if (!flags.Has("token-file")) {
+    out->token = Env("LOOM_TOKEN");
+    if (!out->token.empty()) out->token_file.clear();
+  }
   if (!FromConfigFile(pick("context", "LOOM_CONTEXT"), out, error)) return false;
   if (out->server.empty()) out->server = "127.0.0.1:50061";
   if (out->cert.empty() != out->key.empty()) {

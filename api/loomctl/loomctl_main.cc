@@ -872,8 +872,11 @@ int CmdWatch(Ctx& ctx, const std::vector<std::string>& args, const loom::Flags& 
   uint64_t next = static_cast<uint64_t>(from);
   for (int attempt = 0;; ++attempt) {
     grpc::ClientContext c;
-    if (!follow) SetDeadline(&c, ctx);
-    loom::loomctl::AddCredentials(&c, ctx.conn);
+    if (!follow) {
+      SetDeadline(&c, ctx);  // adds the credentials too
+    } else {
+      loom::loomctl::AddCredentials(&c, ctx.conn);
+    }
     grpc::Status s;
     bool progressed = false;
     if (what == "jobs") {

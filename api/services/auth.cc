@@ -6,6 +6,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <cctype>
 #include <chrono>
 #include <jwt/jwt.hpp>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "common/file.h"
 #include "common/log.h"
 #include "common/text.h"
+#include "common/tls_files.h"
 
 namespace loom::api {
 
@@ -93,12 +95,8 @@ struct BioFree {
 struct PkeyFree {
   void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
 };
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
 using BioPtr = std::unique_ptr<BIO, BioFree>;
 using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using X509Ptr = std::unique_ptr<X509, X509Free>;
 
 BioPtr MemBio(const std::string& pem) {
   return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
@@ -274,6 +272,12 @@ Status AuthPolicy::VerifyToken(const std::string& token, std::string* identity) 
   auto fail = [](const std::string& m) {
     return Status(StatusCode::kUnauthenticated, "bearer token: " + m);
   };
+  // base64url and dots only, before anything decodes it.
+  for (unsigned char c : token) {
+    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.') {
+      return fail("not a JWT (characters outside base64url)");
+    }
+  }
   nlohmann::json claims;
   if (!UnverifiedPayload(token, &claims)) return fail("not a JWT (header.payload.signature)");
   if (!claims.contains("iss") || !claims["iss"].is_string()) return fail("no iss claim");
@@ -296,11 +300,11 @@ Status AuthPolicy::VerifyToken(const std::string& token, std::string* identity) 
         verified = true;
         break;
       }
-      if (ec == jwt::VerificationErrc::InvalidSignature) continue;  // another key may
       last_error = ec.message();
+      // Another key may verify it (a wrong signature, or an algorithm of the other key
+      // type: issuers rotating from RSA to EC list both); time is the same for all.
       if (ec == jwt::VerificationErrc::TokenExpired ||
-          ec == jwt::VerificationErrc::ImmatureSignature ||
-          ec == jwt::VerificationErrc::InvalidAlgorithm) {
+          ec == jwt::VerificationErrc::ImmatureSignature) {
         break;
       }
     } catch (const std::exception& e) {
@@ -357,14 +361,13 @@ Status AuthPolicy::Authenticate(const grpc::ServerContextBase& ctx, Identity* ou
     }
     for (const auto& v : auth->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME)) {
       cn = std::string(v.data(), v.size());
-      out->cert_names.push_back("cert:" + cn);
     }
-    for (const auto& v : auth->FindPropertyValues(GRPC_X509_SAN_PROPERTY_NAME)) {
-      out->cert_names.push_back("cert:" + std::string(v.data(), v.size()));
-    }
+    // One name per certificate, by kind: a URI SAN (SPIFFE), else a DNS SAN, else the
+    // CN. A binding matches that name only (a CA that lets requesters pick their CN
+    // cannot make a DNS-named certificate match a CN binding).
     const std::string& shown = !uri.empty() ? uri : !dns.empty() ? dns : cn;
-    if (!shown.empty() || !out->cert_names.empty()) {
-      out->name = "cert:" + (shown.empty() ? out->cert_names.front().substr(5) : shown);
+    if (!shown.empty()) {
+      out->name = "cert:" + shown;
       return Status::Ok();
     }
   }
@@ -394,14 +397,7 @@ Status AuthPolicy::Authorize(const Identity& id, Permission p, Caller* caller) c
       }
     }
   };
-  if (id.cert_names.empty()) {
-    consider(id.name);
-  } else {
-    std::set<std::string> seen;
-    for (const auto& n : id.cert_names) {
-      if (seen.insert(n).second) consider(n);
-    }
-  }
+  consider(id.name);
   if (!any) {
     std::string have;
     for (const auto& r : roles) have += (have.empty() ? "" : ", ") + r;
@@ -415,22 +411,52 @@ Status AuthPolicy::Authorize(const Identity& id, Permission p, Caller* caller) c
 
 // -------------------------------------------------------------- audit ----
 
-Status AuditLog::Open(const std::string& path, std::shared_ptr<AuditLog>* out) {
+Status AuditLog::Open(const std::string& path, AuthMetrics* metrics,
+                      std::shared_ptr<AuditLog>* out) {
   auto log = std::make_shared<AuditLog>();
   log->path_ = path;
+  log->metrics_ = metrics;
   if (!path.empty()) {
     log->file_ = std::fopen(path.c_str(), "a");
     if (log->file_ == nullptr) {
       return InvalidArgument("auth.audit_log_path: cannot open " + QuoteInput(path) +
                              " for appending: " + std::strerror(errno));
     }
+    log->writer_ = std::thread([raw = log.get()] { raw->WriterLoop(); });
   }
   *out = std::move(log);
   return Status::Ok();
 }
 
 AuditLog::~AuditLog() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
   if (file_ != nullptr) std::fclose(file_);
+}
+
+void AuditLog::WriterLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty() && stop_) return;
+    std::deque<std::string> batch;
+    batch.swap(queue_);
+    lock.unlock();
+    bool failed = false;
+    for (const auto& line : batch) {
+      failed |= std::fwrite(line.data(), 1, line.size(), file_) != line.size();
+    }
+    failed |= std::fflush(file_) != 0;
+    if (failed) {
+      LOG_ERROR("audit log write failed").With("path", path_).With("error", std::strerror(errno));
+    }
+    if (metrics_) metrics_->Audited(batch.size(), failed);
+    lock.lock();
+  }
 }
 
 void AuditLog::Write(const Record& r) {
@@ -456,18 +482,29 @@ void AuditLog::Write(const Record& r) {
   if (!r.message.empty()) {
     j["message"] = r.message.size() > 512 ? r.message.substr(0, 512) + "..." : r.message;
   }
-  const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   LOG_INFO("audit")
       .With("identity", r.identity)
       .With("peer", r.peer)
       .With("method", r.method)
       .With("subject", r.subject)
       .With("result", j["result"].get<std::string>());
-  if (file_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
-    LOG_ERROR("audit log write failed").With("path", path_).With("error", std::strerror(errno));
+  if (file_ == nullptr) {
+    if (metrics_) metrics_->Audited(1, false);
+    return;
   }
+  // Written by the writer thread: callers (gRPC threads, the controller strand)
+  // never wait for the disk.
+  std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= kMaxQueued) {
+      if (metrics_) metrics_->Audited(1, true);
+      LOG_ERROR("audit log backlog full: record dropped").With("path", path_);
+      return;
+    }
+    queue_.push_back(std::move(line));
+  }
+  cv_.notify_one();
 }
 
 // ------------------------------------------------------------ metrics ----
@@ -480,14 +517,17 @@ AuthMetrics::AuthMetrics(prometheus::Registry& registry)
                   .Register(registry)),
       audit_(prometheus::BuildCounter()
                  .Name("loom_api_audit_records_total")
-                 .Help("Audit records written (mutating calls and denials)")
+                 .Help("Audit records (mutating calls and denials) by result: written, or "
+                       "failed (the audit file could not be written or its backlog was full)")
                  .Register(registry)) {}
 
 void AuthMetrics::Denied(const std::string& method, const std::string& reason) {
   denied_.Add({{"method", RuleOf(method) ? method : "unknown"}, {"reason", reason}}).Increment();
 }
 
-void AuthMetrics::Audited(bool) { audit_.Add({}).Increment(); }
+void AuthMetrics::Audited(size_t records, bool failed) {
+  audit_.Add({{"result", failed ? "failed" : "written"}}).Increment(static_cast<double>(records));
+}
 
 // -------------------------------------------------------------- guard ----
 
@@ -515,11 +555,7 @@ Status ApiGuard::Admit(const grpc::ServerContextBase& ctx, const std::string& me
   if (Status s = policy->Authenticate(ctx, &id); !s.ok()) {
     caller->identity = "unauthenticated";
     caller->peer = ctx.peer();
-    if (metrics_) metrics_->Denied(method, "unauthenticated");
-    if (audit_) {
-      audit_->Write({caller->identity, caller->peer, method, subject, "", true,
-                     grpc::StatusCode::UNAUTHENTICATED, s.message()});
-    }
+    Deny(*caller, method, subject, "", s, "unauthenticated");
     return s;
   }
   if (rule == nullptr) return Internal("no permission rule for method " + method);
@@ -533,13 +569,35 @@ Status ApiGuard::Admit(const grpc::ServerContextBase& ctx, const std::string& me
 void ApiGuard::Deny(const Caller& caller, const std::string& method, const std::string& subject,
                     const std::string& tenant, const Status& why, const char* reason) const {
   if (metrics_) metrics_->Denied(method, reason);
-  if (audit_) {
-    audit_->Write({caller.identity, caller.peer, method, subject, tenant, true,
-                   static_cast<grpc::StatusCode>(why.code()), why.message()});
-    if (metrics_) metrics_->Audited(false);
-  }
   std::shared_ptr<const AuthPolicy> policy = this->policy();
-  if (controller_ && policy) {
+  // Budgets per minute: denials in the audit log (kMaxDeniedAuditsPerMinute: anyone who
+  // can reach the port can cause them) and in the event log (the configured limit);
+  // all are counted. What the audit log missed is noted in the next minute's first record.
+  const int64_t minute = std::chrono::duration_cast<std::chrono::minutes>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  uint64_t audits = 0, events = 0, suppressed = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (minute != denied_minute_) {
+      suppressed = denied_suppressed_;
+      denied_minute_ = minute;
+      denied_audits_ = denied_events_ = denied_suppressed_ = 0;
+    }
+    audits = ++denied_audits_;
+    events = ++denied_events_;
+    if (audits > kMaxDeniedAuditsPerMinute) ++denied_suppressed_;
+  }
+  if (audit_ && audits <= kMaxDeniedAuditsPerMinute) {
+    std::string message = why.message();
+    if (suppressed > 0) {
+      message += " [" + std::to_string(suppressed) +
+                 " denial(s) not audited in the previous minute: over the limit]";
+    }
+    audit_->Write({caller.identity, caller.peer, method, subject, tenant, true,
+                   static_cast<grpc::StatusCode>(why.code()), message});
+  }
+  if (controller_ && policy && events <= policy->max_denied_events_per_minute()) {
     controller_->RecordDenied(caller, method, subject, why.message(),
                               policy->max_denied_events_per_minute());
   }
@@ -556,40 +614,17 @@ void ApiGuard::Finished(const Caller& caller, const std::string& method, const s
   if (!rule || !rule->mutating || !audit_) return;
   audit_->Write({caller.identity, caller.peer, method, subject, tenant, false, status.error_code(),
                  status.error_message()});
-  if (metrics_) metrics_->Audited(false);
 }
 
 // ---------------------------------------------------------------- TLS ----
 
 Status CheckTlsFiles(const loom::v1::TlsConfig& tls) {
-  std::string error, pem;
   if (tls.cert_path().empty()) return InvalidArgument("tls.cert_path: required");
   if (tls.key_path().empty()) return InvalidArgument("tls.key_path: required");
-  if (!ReadSmallFile(tls.cert_path(), "tls.cert_path", &pem, &error)) {
-    return InvalidArgument(error);
-  }
-  BioPtr cbio = MemBio(pem);
-  X509Ptr cert(PEM_read_bio_X509(cbio.get(), nullptr, nullptr, nullptr));
-  if (!cert) {
-    return InvalidArgument("tls.cert_path: " + QuoteInput(tls.cert_path()) +
-                           " holds no PEM certificate");
-  }
-  if (X509_cmp_current_time(X509_get0_notAfter(cert.get())) <= 0) {
-    return InvalidArgument("tls.cert_path: the certificate in " + QuoteInput(tls.cert_path()) +
-                           " has expired");
-  }
-  std::string key_pem;
-  if (!ReadSmallFile(tls.key_path(), "tls.key_path", &key_pem, &error)) {
-    return InvalidArgument(error);
-  }
-  BioPtr kbio = MemBio(key_pem);
-  PkeyPtr key(PEM_read_bio_PrivateKey(kbio.get(), nullptr, nullptr, nullptr));
-  if (!key) {
-    return InvalidArgument("tls.key_path: " + QuoteInput(tls.key_path()) +
-                           " holds no unencrypted PEM private key");
-  }
-  if (X509_check_private_key(cert.get(), key.get()) != 1) {
-    return InvalidArgument("tls.key_path: the key does not match the certificate in tls.cert_path");
+  if (std::string e =
+          loom::CheckPemKeyPair("tls.cert_path", tls.cert_path(), "tls.key_path", tls.key_path());
+      !e.empty()) {
+    return InvalidArgument(e);
   }
   const std::string& mode = tls.client_auth();
   if (!mode.empty() && mode != "require" && mode != "optional" && mode != "none") {
@@ -601,15 +636,8 @@ Status CheckTlsFiles(const loom::v1::TlsConfig& tls) {
       return InvalidArgument("tls.ca_path: required to verify client certificates (client_auth " +
                              mode + ")");
     }
-  } else {
-    std::string ca;
-    if (!ReadSmallFile(tls.ca_path(), "tls.ca_path", &ca, &error)) return InvalidArgument(error);
-    BioPtr abio = MemBio(ca);
-    X509Ptr first(PEM_read_bio_X509(abio.get(), nullptr, nullptr, nullptr));
-    if (!first) {
-      return InvalidArgument("tls.ca_path: " + QuoteInput(tls.ca_path()) +
-                             " holds no PEM certificate");
-    }
+  } else if (std::string e = loom::CheckPemCertificates("tls.ca_path", tls.ca_path()); !e.empty()) {
+    return InvalidArgument(e);
   }
   if (tls.refresh_interval_s() > 86400) {
     return InvalidArgument("tls.refresh_interval_s: at most 86400");

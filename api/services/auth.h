@@ -17,13 +17,16 @@
 #include <prometheus/registry.h>
 
 #include <array>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/status.h"
@@ -57,8 +60,6 @@ const MethodRule* RuleOf(const std::string& method);
 struct Identity {
   std::string name;  // "cert:NAME", "ISSUER:SUB", "anonymous"
   std::string peer;  // gRPC's peer string
-  // Every name a certificate answers to (CN and SANs), for matching bindings.
-  std::vector<std::string> cert_names;
 };
 
 // Roles, bindings and JWT issuers, built once from the configuration (immutable;
@@ -110,10 +111,14 @@ class AuthPolicy {
 
 // The structured audit log: one JSON object per line, appended and flushed per
 // record (also mirrored to loomd's log when no file is configured).
+class AuthMetrics;
+
 class AuditLog {
  public:
-  // Opens (appends to) `path`; "" = loomd's log only.
-  static Status Open(const std::string& path, std::shared_ptr<AuditLog>* out);
+  // Opens (appends to) `path`; "" = loomd's log only. Records are written and
+  // flushed by a thread of its own (callers never wait for the disk); failures and
+  // records dropped when its backlog is full are counted in `metrics`.
+  static Status Open(const std::string& path, AuthMetrics* metrics, std::shared_ptr<AuditLog>* out);
   ~AuditLog();
   struct Record {
     std::string identity, peer, method, subject, tenant;
@@ -124,9 +129,16 @@ class AuditLog {
   void Write(const Record& r);
 
  private:
+  static constexpr size_t kMaxQueued = 100000;
+  void WriterLoop();
   std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  bool stop_ = false;
+  std::thread writer_;
   FILE* file_ = nullptr;
   std::string path_;
+  AuthMetrics* metrics_ = nullptr;
 };
 
 // Counters of refused calls and audit records.
@@ -135,7 +147,7 @@ class AuthMetrics {
   explicit AuthMetrics(prometheus::Registry& registry);
   // reason: "unauthenticated" or "permission-denied".
   void Denied(const std::string& method, const std::string& reason);
-  void Audited(bool write_failed);
+  void Audited(size_t records, bool failed);
 
  private:
   prometheus::Family<prometheus::Counter>& denied_;
@@ -168,11 +180,15 @@ class ApiGuard {
             const std::string& subject, const std::string& tenant, const Status& why,
             const char* reason) const;
 
+  static constexpr uint64_t kMaxDeniedAuditsPerMinute = 1000;
   loom::controller::Controller* controller_;
   std::shared_ptr<AuditLog> audit_;
   AuthMetrics* metrics_;
   mutable std::mutex mu_;
   std::shared_ptr<const AuthPolicy> policy_;
+  // Denial budgets of the current minute (Deny).
+  mutable int64_t denied_minute_ = -1;
+  mutable uint64_t denied_audits_ = 0, denied_events_ = 0, denied_suppressed_ = 0;
 };
 
 // Validates TLS files at start-up (readable PEM, the key matches the

@@ -29,8 +29,8 @@
 #include "api/web/web_assets.h"
 #include "common/log.h"
 #include "common/text.h"
+#include "common/tls_files.h"
 #include "controller/core/request_limits.h"
-#include "telemetry/gnmi_tls.h"
 
 namespace loom::api {
 
@@ -855,14 +855,14 @@ Status CheckMetricsSecurity(const v1::MetricsSecurityConfig& sec) {
     return InvalidArgument(p + "tls_client_ca_path: needs tls_cert_path and tls_key_path");
   }
   if (!sec.tls_cert_path().empty()) {
-    if (std::string e = telemetry::CheckPemKeyPair(p + "tls_cert_path", sec.tls_cert_path(),
-                                                   p + "tls_key_path", sec.tls_key_path());
+    if (std::string e = loom::CheckPemKeyPair(p + "tls_cert_path", sec.tls_cert_path(),
+                                              p + "tls_key_path", sec.tls_key_path());
         !e.empty()) {
       return InvalidArgument(e);
     }
     if (!sec.tls_client_ca_path().empty()) {
       if (std::string e =
-              telemetry::CheckPemCertificates(p + "tls_client_ca_path", sec.tls_client_ca_path());
+              loom::CheckPemCertificates(p + "tls_client_ca_path", sec.tls_client_ca_path());
           !e.empty()) {
         return InvalidArgument(e);
       }

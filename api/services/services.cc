@@ -275,44 +275,6 @@ bool EncodeWatchEventsResponse(const Controller::EventBytes& wire, grpc::ByteBuf
   return true;
 }
 
-// What a tenant-scoped watcher may see of an event: job events of its tenants
-// whole; a fault's blast radius with only its tenants' jobs named (when it names
-// any); nothing of the rest (fabric events, other tenants, denials).
-enum class Visibility { kHidden, kWhole, kRedacted };
-Visibility ScopeEvent(const v1::Event& ev, const std::set<std::string>& tenants, v1::Event* mine) {
-  if (ev.has_job())
-    return tenants.count(ev.job().tenant()) ? Visibility::kWhole : Visibility::kHidden;
-  if (ev.type() != v1::EVENT_TYPE_FAULT_BLAST_RADIUS) return Visibility::kHidden;
-  auto it = ev.attributes().find("job_tenants");
-  if (it == ev.attributes().end()) return Visibility::kHidden;
-  std::string jobs, pairs;
-  std::set<std::string> seen;
-  const std::string& all = it->second;
-  for (size_t pos = 0; pos < all.size();) {
-    size_t end = all.find(',', pos);
-    if (end == std::string::npos) end = all.size();
-    const std::string pair = all.substr(pos, end - pos);
-    pos = end + 1;
-    const size_t eq = pair.find('=');
-    if (eq == std::string::npos || !tenants.count(pair.substr(eq + 1))) continue;
-    jobs += (jobs.empty() ? "" : ",") + pair.substr(0, eq);
-    pairs += (pairs.empty() ? "" : ",") + pair;
-    seen.insert(pair.substr(eq + 1));
-  }
-  if (jobs.empty()) return Visibility::kHidden;
-  *mine = ev;
-  auto& attrs = *mine->mutable_attributes();
-  attrs["jobs"] = jobs;
-  attrs["job_tenants"] = pairs;
-  std::string ts;
-  for (const auto& t : seen) ts += (ts.empty() ? "" : ",") + t;
-  attrs["tenants"] = ts;
-  const std::string& result = ev.result();
-  const size_t j = result.find("; jobs: ");
-  mine->set_result((j == std::string::npos ? result : result.substr(0, j)) + "; jobs: " + jobs);
-  return Visibility::kRedacted;
-}
-
 class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   using Convert = WatchEncode;
@@ -582,20 +544,21 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* FabricServiceImpl::DoWatchEvents(
   std::set<int> types(req.types().begin(), req.types().end());
   std::string subject = req.subject();
   std::optional<std::set<std::string>> scope = caller.tenants;
+  std::string identity = caller.identity;
   return new WatchReactor(
       controller_, req.start_revision(), !req.replay_only(),
-      [types, subject, scope](const v1::Event& ev, const Controller::EventBytes& wire,
-                              grpc::ByteBuffer* out, size_t* size) {
+      [types, subject, scope, identity](const v1::Event& ev, const Controller::EventBytes& wire,
+                                        grpc::ByteBuffer* out, size_t* size) {
         if (!types.empty() && !types.count(ev.type())) return false;
         if (!subject.empty() && ev.subject() != subject) return false;
         if (!scope) return EncodeWatchEventsResponse(wire, out, size);
         v1::Event mine;
-        switch (ScopeEvent(ev, *scope, &mine)) {
-          case Visibility::kHidden:
+        switch (loom::controller::ScopeEvent(ev, *scope, identity, &mine)) {
+          case loom::controller::Visibility::kHidden:
             return false;
-          case Visibility::kWhole:
+          case loom::controller::Visibility::kWhole:
             return EncodeWatchEventsResponse(wire, out, size);
-          case Visibility::kRedacted:
+          case loom::controller::Visibility::kRedacted:
             break;
         }
         v1::WatchEventsResponse resp;

@@ -240,4 +240,47 @@ void Controller::RestoreBlastRadius(const StoredState& state) {
   }
 }
 
+Visibility ScopeEvent(const v1::Event& ev, const std::set<std::string>& tenants,
+                      const std::string& viewer, v1::Event* mine) {
+  // Who acted is shown only when it is the viewer itself.
+  const bool other_actor =
+      (!ev.actor().empty() && ev.actor() != viewer) || (!ev.peer().empty() && ev.actor() != viewer);
+  if (ev.has_job()) {
+    if (!tenants.count(ev.job().tenant())) return Visibility::kHidden;
+    if (!other_actor) return Visibility::kWhole;
+    *mine = ev;
+    mine->clear_actor();
+    mine->clear_peer();
+    return Visibility::kRedacted;
+  }
+  if (ev.type() != v1::EVENT_TYPE_FAULT_BLAST_RADIUS) return Visibility::kHidden;
+  auto it = ev.attributes().find("job_tenants");
+  if (it == ev.attributes().end()) return Visibility::kHidden;
+  std::map<std::string, std::string> kept;
+  for (const auto& pair : Split(it->second, ',')) {
+    const size_t eq = pair.find('=');
+    if (eq != std::string::npos && tenants.count(pair.substr(eq + 1))) {
+      kept[pair.substr(0, eq)] = pair.substr(eq + 1);
+    }
+  }
+  if (kept.empty()) return Visibility::kHidden;
+  *mine = ev;
+  mine->clear_actor();
+  mine->clear_peer();
+  std::set<std::string> jobs, seen;
+  for (const auto& [job, tenant] : kept) {
+    jobs.insert(job);
+    seen.insert(tenant);
+  }
+  auto& attrs = *mine->mutable_attributes();
+  attrs["jobs"] = Join(jobs);
+  attrs["job_tenants"] = JoinPairs(kept);
+  attrs["tenants"] = Join(seen);
+  const std::string& result = ev.result();
+  const size_t j = result.find("; jobs: ");
+  mine->set_result((j == std::string::npos ? result : result.substr(0, j)) +
+                   "; jobs: " + Join(jobs));
+  return Visibility::kRedacted;
+}
+
 }  // namespace loom::controller

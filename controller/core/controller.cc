@@ -483,6 +483,20 @@ Status Controller::CommitAndPublish(Mutation& m) {
   return Status::Ok();
 }
 
+std::string Controller::RequestKey(const Caller& caller, const std::string& request_id) {
+  // Request ids are per caller: another identity reusing one (a guessable Slurm id)
+  // neither replays nor blocks it. Loom itself and "anonymous" use the id as it is.
+  if (request_id.empty() || caller.identity.empty() || caller.identity == "anonymous") {
+    return request_id;
+  }
+  return caller.identity + '\x1f' + request_id;
+}
+
+namespace {
+// The client's request id in a key made by RequestKey.
+std::string ShownId(const std::string& key) { return key.substr(key.rfind('\x1f') + 1); }
+}  // namespace
+
 bool Controller::Replay(const std::string& method, const std::string& request_id,
                         const google::protobuf::Message& request,
                         google::protobuf::Message* response, Status* status) {
@@ -497,18 +511,18 @@ bool Controller::Replay(const std::string& method, const std::string& request_id
                              it->second.request_hash == loom::proto::CanonicalFingerprint(request));
   if (!same_request) {
     *status =
-        InvalidArgument("request_id: \"" + request_id +
+        InvalidArgument("request_id: \"" + ShownId(request_id) +
                         "\" was already used for a different request (" + it->second.method + ")");
     return true;
   }
   std::string bytes;
   if (Status s = store_.ReadResponse(request_id, &bytes); !s.ok()) {
-    *status = Unavailable("reading the stored answer for request_id \"" + request_id +
+    *status = Unavailable("reading the stored answer for request_id \"" + ShownId(request_id) +
                           "\": " + s.message());
     return true;
   }
   if (!response->ParseFromString(bytes)) {
-    *status = Internal("stored answer for request_id \"" + request_id + "\" is corrupt");
+    *status = Internal("stored answer for request_id \"" + ShownId(request_id) + "\" is corrupt");
     return true;
   }
   *status = Status::Ok();
@@ -732,7 +746,7 @@ void Controller::DrainRegistrations() {
     v1::RegisterJobResponse resp;
     Status st;
     // The request id is not part of what is compared across retries.
-    std::string request_id = req.request_id();
+    std::string request_id = RequestKey(p.caller, req.request_id());
     if ((!request_id.empty() && batch_request_ids.count(request_id)) ||
         batch_job_ids.count(req.job().job_id())) {
       // A retry of a request of this batch, or the same job again: answered once the
@@ -852,7 +866,7 @@ void Controller::UpdateJob(v1::UpdateJobRequest req, Done<v1::UpdateJobResponse>
         old != jobs_.end() && !caller.Allows(old->second.tenant())) {
       return done(caller.DenyTenant("jobs.write", old->second.tenant()), {});
     }
-    std::string request_id = req.request_id();
+    std::string request_id = RequestKey(caller, req.request_id());
     req.clear_request_id();
     req.mutable_job()->clear_status();
     if (Replay("UpdateJob", request_id, req, &resp, &st)) return done(st, std::move(resp));
@@ -908,7 +922,7 @@ void Controller::ReleaseJob(v1::ReleaseJobRequest req, Done<v1::ReleaseJobRespon
   Post([this, req = std::move(req), done = std::move(done), caller = std::move(caller)]() mutable {
     v1::ReleaseJobResponse resp;
     Status st;
-    std::string request_id = req.request_id();
+    std::string request_id = RequestKey(caller, req.request_id());
     req.clear_request_id();
     if (Replay("ReleaseJob", request_id, req, &resp, &st)) {
       if (st.ok() && !caller.Allows(resp.job().tenant())) {
@@ -977,7 +991,38 @@ void Controller::GetJobHealth(v1::GetJobHealthRequest req, Done<v1::GetJobHealth
     if (!caller.Allows(it->second.tenant())) {
       return done(caller.DenyTenant("jobs.read", it->second.tenant()), {});
     }
-    done(Status::Ok(), JobHealthOf(it->second));
+    v1::GetJobHealthResponse resp = JobHealthOf(it->second);
+    if (caller.tenants) {
+      // What Loom did, as a tenant may see it: link events on the job's paths stay
+      // (fabric facts about its own traffic) without who caused them; other
+      // tenants' jobs, blast radii naming them and denials do not.
+      google::protobuf::RepeatedPtrField<v1::Event> kept;
+      for (const auto& ev : resp.actions()) {
+        v1::Event mine;
+        const bool fabric = !ev.has_job() && ev.type() != v1::EVENT_TYPE_FAULT_BLAST_RADIUS &&
+                            ev.type() != v1::EVENT_TYPE_ACCESS_DENIED;
+        if (fabric) {
+          mine = ev;
+          if (mine.actor() != caller.identity) {
+            mine.clear_actor();
+            mine.clear_peer();
+          }
+        } else {
+          switch (ScopeEvent(ev, *caller.tenants, caller.identity, &mine)) {
+            case Visibility::kHidden:
+              continue;
+            case Visibility::kWhole:
+              mine = ev;
+              break;
+            case Visibility::kRedacted:
+              break;
+          }
+        }
+        *kept.Add() = std::move(mine);
+      }
+      resp.mutable_actions()->Swap(&kept);
+    }
+    done(Status::Ok(), std::move(resp));
   });
 }
 
@@ -1140,7 +1185,7 @@ void Controller::DrainLink(v1::DrainLinkRequest req, Done<v1::DrainLinkResponse>
   Post([this, req = std::move(req), done = std::move(done), caller = std::move(caller)]() mutable {
     v1::DrainLinkResponse resp;
     Status st;
-    std::string request_id = req.request_id();
+    std::string request_id = RequestKey(caller, req.request_id());
     req.clear_request_id();
     if (Replay("DrainLink", request_id, req, &resp, &st)) return done(st, std::move(resp));
     if (req.link_id().empty()) return done(InvalidArgument("link_id: must not be empty"), {});
@@ -1197,7 +1242,7 @@ void Controller::UndrainLink(v1::UndrainLinkRequest req, Done<v1::UndrainLinkRes
   Post([this, req = std::move(req), done = std::move(done), caller = std::move(caller)]() mutable {
     v1::UndrainLinkResponse resp;
     Status st;
-    std::string request_id = req.request_id();
+    std::string request_id = RequestKey(caller, req.request_id());
     req.clear_request_id();
     if (Replay("UndrainLink", request_id, req, &resp, &st)) return done(st, std::move(resp));
     if (req.link_id().empty()) return done(InvalidArgument("link_id: must not be empty"), {});

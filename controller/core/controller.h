@@ -159,6 +159,14 @@ struct Caller {
   Status DenyTenant(const std::string& what, const std::string& tenant) const;
 };
 
+// What a caller limited to `tenants` may see of an event (watch streams, job
+// health): its tenants' job events (whole, or without another principal's actor
+// and peer), a fault's blast radius naming its jobs (with only those listed);
+// nothing else. `mine` holds the redacted copy for kRedacted. (blast_radius.cc)
+enum class Visibility { kHidden, kWhole, kRedacted };
+Visibility ScopeEvent(const loom::v1::Event& ev, const std::set<std::string>& tenants,
+                      const std::string& viewer, loom::v1::Event* mine);
+
 // A reconciler's view of one device as the API reports it (GetDeviceState, the
 // live view's device list).
 loom::v1::DeviceSyncStatus SyncStatusProto(const DeviceSync& d);
@@ -360,6 +368,8 @@ class Controller {
 
   template <typename F>
   void Post(F&& f);
+  // The key a request id is remembered under: per caller identity.
+  static std::string RequestKey(const Caller& caller, const std::string& request_id);
   // An approval or quarantine clearing through the API, in the event log with
   // who gave it (nothing when `caller` is not an API caller).
   void RecordApproval(const Caller& caller, const std::string& action, uint64_t revision);

@@ -317,11 +317,24 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
     }
   }
   if (SplitHostPort(config->grpc_listen(), &host, &port) && !loom::api::IsLoopbackHost(host) &&
-      config->tls().cert_path().empty() && !config->insecure()) {
-    *error = "grpc_listen: " + config->grpc_listen() +
-             " is not a loopback address and the API has no TLS: configure \"tls\" "
-             "(docs/security.md) or pass --insecure to serve it in plaintext anyway";
-    return ConfigResult::kError;
+      !config->insecure()) {
+    if (config->tls().cert_path().empty()) {
+      *error = "grpc_listen: " + config->grpc_listen() +
+               " is not a loopback address and the API has no TLS: configure \"tls\" "
+               "(docs/security.md) or pass --insecure to serve it in plaintext anyway";
+      return ConfigResult::kError;
+    }
+    // TLS alone keeps the wire private, not the API: someone must say who may call.
+    const std::string& mode = config->tls().client_auth();
+    const bool client_certs_required =
+        !config->tls().ca_path().empty() && (mode.empty() || mode == "require");
+    if (!config->has_auth() && !client_certs_required) {
+      *error = "auth: " + config->grpc_listen() +
+               " is not a loopback address and neither \"auth\" nor required client "
+               "certificates (tls.ca_path, client_auth \"require\") limit who may call; "
+               "configure one (docs/security.md) or pass --insecure";
+      return ConfigResult::kError;
+    }
   }
   if (config->has_auth()) {
     std::shared_ptr<const loom::api::AuthPolicy> policy;

@@ -9,17 +9,17 @@
 #include <fstream>
 #include <set>
 
+#include "common/tls_files.h"
 #include "controller/loomd/config.h"
 #include "southbound/bgp/prefix_plan.h"
-#include "telemetry/gnmi_tls.h"
 
 namespace loom::loomd {
 namespace {
 
 // The device's gNMI TLS settings (config.proto GnmiTlsConfig): unset or
 // insecure = plaintext; otherwise TLS with the files given.
-southbound::gnmi::GnmiTls GnmiTlsOf(const v1::GnmiEndpoint& g) {
-  southbound::gnmi::GnmiTls t;
+loom::TlsClientConfig GnmiTlsOf(const v1::GnmiEndpoint& g) {
+  loom::TlsClientConfig t;
   if (!g.has_tls() || g.tls().insecure()) return t;
   t.enabled = true;
   t.ca_path = g.tls().ca_path();
@@ -223,7 +223,7 @@ bool ResolveInventory(const v1::LoomdConfig& config, const v1::Topology& topolog
                "cert_path, key_path or server_name (drop insecure to use TLS)";
       return false;
     }
-    if (std::string e = telemetry::CheckGnmiTlsFiles(GnmiTlsOf(*g), "gnmi.tls."); !e.empty()) {
+    if (std::string e = loom::CheckTlsClientFiles(GnmiTlsOf(*g), "gnmi.tls."); !e.empty()) {
       *error = where + ": " + e;
       return false;
     }
@@ -324,7 +324,7 @@ bool BuildSouthbound(const Inventory& inventory, const v1::Topology& topology, S
   std::set<std::string> local_addresses;
   // gNMI Set sessions use the device's gnmi.tls and gnmi.credentials_ref, as
   // its telemetry does.
-  auto set_security = [](const v1::InventoryDevice& entry, southbound::gnmi::GnmiTls* tls,
+  auto set_security = [](const v1::InventoryDevice& entry, loom::TlsClientConfig* tls,
                          std::string* user, std::string* password, std::string* error) {
     *tls = GnmiTlsOf(entry.gnmi());
     if (entry.gnmi().credentials_ref().empty()) return true;

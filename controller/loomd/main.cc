@@ -903,7 +903,9 @@ int main(int argc, char** argv) {
   // Authentication, authorization and audit (docs/security.md).
   loom::api::AuthMetrics auth_metrics(*registry);
   std::shared_ptr<loom::api::AuditLog> audit;
-  if (loom::Status s = loom::api::AuditLog::Open(config.auth().audit_log_path(), &audit); !s.ok()) {
+  if (loom::Status s =
+          loom::api::AuditLog::Open(config.auth().audit_log_path(), &auth_metrics, &audit);
+      !s.ok()) {
     stop_telemetry();
     work.reset();
     io.stop();
@@ -1094,7 +1096,13 @@ int main(int argc, char** argv) {
       std::shared_ptr<const loom::api::AuthPolicy> policy;
       if (loom::Status s = loom::api::AuthPolicy::Create(fresh.auth(), &policy); s.ok()) {
         sopts.guard->SetPolicy(std::move(policy));
-      }  // LoadConfig validated it; a key file gone since is refused there
+      } else {  // a key file changed between LoadConfig's check and now
+        LOG_ERROR("reload: auth refused; keeping the previous bindings and keys")
+            .With("error", s.message());
+      }
+      if (fresh.auth().audit_log_path() != config.auth().audit_log_path()) {
+        LOG_WARN("reload: auth.audit_log_path changes at the next restart");
+      }
     } else if (config.has_auth()) {
       LOG_WARN(
           "reload: \"auth\" removed from the configuration; keeping the bindings loaded "

@@ -10,10 +10,10 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/tls_channel.h"
 #include "gnmi/gnmi.grpc.pb.h"
 #include "southbound/gnmi/channel_keeper.h"
 #include "southbound/gnmi/gnmi_config.h"
-#include "southbound/gnmi/gnmi_tls.h"
 #include "southbound/wire/device_state_util.h"
 
 namespace loom::southbound::gnmi {
@@ -168,7 +168,7 @@ AdapterSetDriver::AdapterSetDriver(AdapterSetDriverConfig config)
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-      ch = grpc::CreateCustomChannel(dc.address, GnmiChannelCredentials(dc.tls, &args), args);
+      ch = grpc::CreateCustomChannel(dc.address, TlsChannelCredentials(dc.tls, &args), args);
       KeepChannelForever(ch);  // see channel_keeper.h
     }
     if (ch) d->stub = ::gnmi::gNMI::NewStub(ch);

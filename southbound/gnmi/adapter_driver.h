@@ -67,9 +67,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/tls_channel.h"
 #include "gnmi/gnmi.pb.h"
 #include "loom/v1/topology.pb.h"
-#include "southbound/gnmi/gnmi_tls.h"
 #include "southbound/gnmi/set_adapter.h"
 #include "southbound/wire/driver.h"
 
@@ -88,9 +88,9 @@ struct AdapterDeviceConfig {
   std::string target;
   std::string vrf = "default";
   std::string static_protocol_name = "DEFAULT";
-  // Plaintext or TLS (gnmi_tls.h); devices at one address share a channel
+  // Plaintext or TLS (common/tls_channel.h); devices at one address share a channel
   // only when their TLS settings are equal.
-  GnmiTls tls;
+  TlsClientConfig tls;
   // gNMI "username"/"password" call metadata for this device; empty = the
   // driver-wide AdapterSetDriverConfig::username.
   std::string username;

@@ -6,9 +6,9 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/tls_channel.h"
 #include "gnmi/gnmi.grpc.pb.h"
 #include "southbound/gnmi/channel_keeper.h"
-#include "southbound/gnmi/gnmi_tls.h"
 
 namespace loom::southbound::gnmi {
 namespace {
@@ -98,7 +98,7 @@ GnmiDriver::GnmiDriver(GnmiDriverConfig config) : config_(std::move(config)) {
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-      ch = grpc::CreateCustomChannel(dc.address, GnmiChannelCredentials(dc.tls, &args), args);
+      ch = grpc::CreateCustomChannel(dc.address, TlsChannelCredentials(dc.tls, &args), args);
       KeepChannelForever(ch);  // see channel_keeper.h
     }
     if (ch) d->stub = ::gnmi::gNMI::NewStub(ch);

@@ -46,8 +46,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/tls_channel.h"
 #include "southbound/gnmi/gnmi_config.h"
-#include "southbound/gnmi/gnmi_tls.h"
 #include "southbound/wire/driver.h"
 
 namespace grpc {
@@ -60,9 +60,9 @@ struct GnmiDeviceConfig {
   std::string device;   // Device id (topology).
   std::string address;  // gNMI target "host:port".
   std::string target;   // gNMI Path.target; empty = device id.
-  // Plaintext or TLS (gnmi_tls.h); devices at one address share a channel
+  // Plaintext or TLS (common/tls_channel.h); devices at one address share a channel
   // only when their TLS settings are equal.
-  GnmiTls tls = {};
+  TlsClientConfig tls = {};
   // gNMI "username"/"password" call metadata on every Get/Set when set.
   std::string username = {};
   std::string password = {};

@@ -21,7 +21,7 @@ import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loomd_harness import Loomd, free_port, generate_messages  # noqa: E402
-from pki import Pki, client_speaks_tls11, make_jwt, tls_handshake  # noqa: E402
+from pki import Pki, b64url, client_speaks_tls11, make_jwt, tls_handshake  # noqa: E402
 
 ARGS = None
 pb = {}
@@ -42,11 +42,21 @@ class SecurityTest(unittest.TestCase):
             cls.certs[name] = pki.issue(name, name, "DNS:" + name)
         cls.certs["expired"] = pki.issue("expired", "sched-a-old", "DNS:sched-a", expired=True)
         cls.certs["untrusted"] = pki.issue("untrusted", "sched-a", "DNS:sched-a", ca="other-ca")
+        # A CN that names the operator on a certificate whose DNS name is someone else's,
+        # and the reverse: bindings match the certificate's one name (URI, else DNS SAN,
+        # else CN).
+        cls.certs["cn-ops1"] = pki.issue("cn-ops1", "ops1", "DNS:build42")
+        cls.certs["dns-ops1"] = pki.issue("dns-ops1", "build43", "DNS:ops1")
         # The JWT issuer's key pair, and a key nobody trusts.
         cls.jwt_key = pki.p("jwt-key.pem")
         run("openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
             "-out", cls.jwt_key)
         run("openssl", "pkey", "-in", cls.jwt_key, "-pubout", "-out", pki.p("jwt-pub.pem"))
+        # An EC key listed first: an RS256 token is still verified by the RSA key.
+        run("openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-out", pki.p("jwt-ec-key.pem"))
+        run("openssl", "pkey", "-in", pki.p("jwt-ec-key.pem"), "-pubout", "-out",
+            pki.p("jwt-ec-pub.pem"))
         cls.rogue_key = pki.p("rogue-key.pem")
         run("openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
             "-out", cls.rogue_key)
@@ -68,7 +78,7 @@ class SecurityTest(unittest.TestCase):
                     {"subjects": ["ci:deployer"], "role": "admin"},
                 ],
                 "jwt": [{"name": "ci", "issuer": "https://issuer.test", "audience": "loom",
-                         "publicKeyPaths": [pki.p("jwt-pub.pem")]}],
+                         "publicKeyPaths": [pki.p("jwt-ec-pub.pem"), pki.p("jwt-pub.pem")]}],
                 "auditLogPath": cls.audit,
             },
         }
@@ -256,6 +266,67 @@ class SecurityTest(unittest.TestCase):
                                                 s.ListJobsRequest(), s.ListJobsResponse))
             self.assertEqual(err.code(), grpc.StatusCode.UNAVAILABLE)
 
+    def hs256_with_public_key(self):
+        import hashlib
+        import hmac
+        head = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+        body = b64url(json.dumps({"iss": "https://issuer.test", "aud": "loom", "sub": "deployer",
+                                  "exp": int(time.time()) + 300}).encode())
+        with open(self.pki.p("jwt-pub.pem"), "rb") as f:
+            secret = f.read()
+        sig = hmac.new(secret, (head + "." + body).encode(), hashlib.sha256).digest()
+        return head + "." + body + "." + b64url(sig)
+
+    def test_certificate_bindings_match_the_certificates_one_name(self):
+        f = pb["fabric"]
+        with self.channel("cn-ops1") as ch:  # CN ops1, DNS build42: it is cert:build42
+            err = self.denied(lambda: self.call(ch, "FabricService", "ListLinks",
+                                                f.ListLinksRequest(), f.ListLinksResponse))
+            self.assertEqual(err.code(), grpc.StatusCode.PERMISSION_DENIED)
+            self.assertIn("cert:build42 has no role", err.details())
+        with self.channel("dns-ops1") as ch:  # DNS ops1: the operator
+            self.call(ch, "FabricService", "ListLinks", f.ListLinksRequest(),
+                      f.ListLinksResponse)
+
+    def test_cross_tenant_update_and_request_ids_per_identity(self):
+        s = pb["sched"]
+        self.register("sched-a", "sec-upd", "tenant-a")
+        with self.channel("sched-b") as ch:
+            for tenant in ("tenant-a", "tenant-b"):  # someone else's job, or moving it
+                err = self.denied(lambda: self.call(
+                    ch, "SchedulerService", "UpdateJob",
+                    s.UpdateJobRequest(job=self.job("sec-upd", tenant)), s.UpdateJobResponse))
+                self.assertEqual(err.code(), grpc.StatusCode.PERMISSION_DENIED, tenant)
+            # B uses the request id A's next registration will use: A is not blocked.
+            self.call(ch, "SchedulerService", "RegisterJob",
+                      s.RegisterJobRequest(job=self.job("sec-rid-b", "tenant-b"),
+                                           request_id="slurm-7-prolog-0"),
+                      s.RegisterJobResponse)
+        with self.channel("sched-a") as ch:
+            r = self.call(ch, "SchedulerService", "RegisterJob",
+                          s.RegisterJobRequest(job=self.job("sec-rid-a", "tenant-a"),
+                                               request_id="slurm-7-prolog-0"),
+                          s.RegisterJobResponse)
+            self.assertEqual(r.job.job_id, "sec-rid-a")
+            again = self.call(ch, "SchedulerService", "RegisterJob",
+                              s.RegisterJobRequest(job=self.job("sec-rid-a", "tenant-a"),
+                                                   request_id="slurm-7-prolog-0"),
+                              s.RegisterJobResponse)
+            self.assertEqual(again, r, "a retry by the same identity is replayed")
+
+    def test_unauthenticated_refusals_reach_the_event_log(self):
+        s = pb["sched"]
+        with self.channel(None) as ch:
+            self.denied(lambda: self.call(ch, "SchedulerService", "ReleaseJob",
+                                          s.ReleaseJobRequest(job_id="sec-unauth"),
+                                          s.ReleaseJobResponse))
+        with self.channel("viewer1") as ch:
+            evs = [e for e in self.events(ch) if e.type == pb["event"].EVENT_TYPE_ACCESS_DENIED
+                   and e.subject == "sec-unauth"]
+        self.assertTrue(evs)
+        self.assertEqual(evs[0].actor, "unauthenticated")
+        self.assertIn("no client certificate and no bearer token", evs[0].result)
+
     def test_bearer_tokens(self):
         s = pb["sched"]
         with self.channel(None) as ch:
@@ -273,6 +344,9 @@ class SecurityTest(unittest.TestCase):
                                             "sub": "deployer", "exp": int(time.time()) + 300},
                                      alg="none"),
                 "garbage": "not.a.jwt",
+                "bad characters": self.token() + "+/=",
+                # Algorithm confusion: HS256 with the issuer's public key as the secret.
+                "HS256 with the public key": self.hs256_with_public_key(),
             }
             for what, tok in cases.items():
                 err = self.denied(lambda: self.call(ch, "SchedulerService", "ListJobs",
@@ -488,8 +562,20 @@ class BlastRadiusScopeTest(unittest.TestCase):
                     evs = radius(who)
                     self.assertEqual(len(evs), 1, who)
                     self.assertEqual(evs[0].attributes["jobs"], mine, who)
-                    self.assertNotIn(other, evs[0].result, who)
+                    self.assertNotIn(other, str(evs[0]), who)
+                    self.assertNotIn("tenant-" + other[-1], str(evs[0]), who)
                     self.assertIn("host000", evs[0].attributes["nodes"], who)
+                    # The job's health view ("what Loom did") shows the fault the same way.
+                    with channel(who) as ch:
+                        health = ch.unary_unary(
+                            "/loom.v1.SchedulerService/GetJobHealth",
+                            request_serializer=lambda m: m.SerializeToString(),
+                            response_deserializer=s.GetJobHealthResponse.FromString)(
+                            s.GetJobHealthRequest(job_id=mine), timeout=10)
+                    if who == "sched-a":  # br-a's paths cross the failed NIC link
+                        self.assertTrue([a for a in health.actions if a.type ==
+                                         pb["event"].EVENT_TYPE_FAULT_BLAST_RADIUS], health)
+                    self.assertNotIn(other, str(health), who)
             finally:
                 loomd.stop()
         finally:
@@ -525,6 +611,43 @@ class ListenTest(unittest.TestCase):
             out = p.communicate(timeout=20)[0]
             shutil.rmtree(d, ignore_errors=True)
         self.assertIn("plaintext on a non-loopback address", out)
+
+    def test_non_loopback_tls_without_auth_or_client_certificates_is_refused(self):
+        d = tempfile.mkdtemp(prefix="loom-sec-listen-")
+        try:
+            pki = Pki(d)
+            crt, key = pki.issue("s", "loomd", "IP:127.0.0.1")
+            for tls, ok in (({"certPath": crt, "keyPath": key}, False),
+                            ({"certPath": crt, "keyPath": key, "caPath": pki.ca,
+                              "clientAuth": "optional"}, False),
+                            ({"certPath": crt, "keyPath": key, "caPath": pki.ca}, True)):
+                path = os.path.join(d, "c.json")
+                with open(path, "w") as f:
+                    json.dump({"tls": tls, "grpcListen": "0.0.0.0:0",
+                               "metricsListen": "127.0.0.1:0", "readyFile": os.path.join(
+                                   d, "ready")}, f)
+                p = subprocess.Popen([ARGS.loomd, "--topology", ARGS.topology, "--config", path,
+                                      "--db", os.path.join(d, "db")], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+                try:
+                    deadline = time.monotonic() + 20
+                    while (p.poll() is None and not os.path.exists(os.path.join(d, "ready"))
+                           and time.monotonic() < deadline):
+                        time.sleep(0.05)
+                    if ok:
+                        self.assertIsNone(p.poll(), tls)
+                    else:
+                        self.assertEqual(p.wait(timeout=20), 2, tls)
+                finally:
+                    if p.poll() is None:
+                        p.terminate()
+                    out = p.communicate(timeout=20)[0]
+                    if os.path.exists(os.path.join(d, "ready")):
+                        os.remove(os.path.join(d, "ready"))
+                if not ok:
+                    self.assertIn("neither \"auth\" nor required client certificates", out)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
 
     def test_bad_tls_and_auth_config_is_named(self):
         d = tempfile.mkdtemp(prefix="loom-sec-cfg-")

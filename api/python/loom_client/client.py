@@ -114,10 +114,10 @@ class Client:
         self.backoff = backoff
         if bool(cert) != bool(key):
             raise ValueError("cert and key go together (client certificate and its key)")
+        self._token_file = token_file if token is None else None
+        self._token_mtime = None
         if token is None and token_file:
-            token = _read(token_file, "token_file").decode().strip()
-            if not token:
-                raise ValueError("token_file: %s is empty" % token_file)
+            token = self._read_token()
         self._metadata = (("authorization", "Bearer " + token),) if token else ()
         if channel is None:
             if ca or cert:
@@ -134,6 +134,24 @@ class Client:
                                      "(give ca= for TLS, or use a loopback address)" % address)
                 channel = grpc.insecure_channel(address)
         self._channel = channel
+
+    def _read_token(self):
+        self._token_mtime = os.stat(self._token_file).st_mtime_ns
+        token = _read(self._token_file, "token_file").decode().strip()
+        if not token:
+            raise ValueError("token_file: %s is empty" % self._token_file)
+        return token
+
+    def _call_metadata(self):
+        """The call metadata; a token file is read again when it changed (short-lived
+        tokens renewed on disk, as Kubernetes projects them)."""
+        if self._token_file:
+            try:
+                if os.stat(self._token_file).st_mtime_ns != self._token_mtime:
+                    self._metadata = (("authorization", "Bearer " + self._read_token()),)
+            except (OSError, ValueError):
+                pass  # keep the last token; the server says if it is no longer good
+        return self._metadata
 
     @classmethod
     def from_environment(cls, address=None, context=None, **kwargs):
@@ -162,7 +180,7 @@ class Client:
         for attempt in range(self.retries + 1):
             try:
                 return call(request, timeout=self.timeout if timeout is None else timeout,
-                            metadata=self._metadata)
+                            metadata=self._call_metadata())
             except grpc.RpcError as err:
                 if err.code() not in _RETRYABLE or attempt == self.retries:
                     raise LoomError.from_rpc_error(method, err) from None
@@ -190,7 +208,7 @@ class Client:
             req.CopyFrom(request)
             req.start_revision = next_revision
             try:
-                for resp in stream(req, metadata=self._metadata):
+                for resp in stream(req, metadata=self._call_metadata()):
                     rev = revision_of(resp)
                     if next_revision and rev < next_revision:
                         continue  # delivered before the stream was reopened

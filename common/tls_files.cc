@@ -1,4 +1,4 @@
-#include "telemetry/gnmi_tls.h"
+#include "common/tls_files.h"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -12,7 +12,7 @@
 #include <memory>
 #include <sstream>
 
-namespace loom::telemetry {
+namespace loom {
 
 namespace {
 
@@ -82,8 +82,12 @@ std::string CheckPemCertificates(const std::string& field, const std::string& pa
   std::string pem, error;
   if (!ReadSmallFile(path, &pem, &error)) return field + ": " + error;
   int count = 0;
-  if (!FirstCertificate(pem, &count)) {
+  auto first = FirstCertificate(pem, &count);
+  if (!first) {
     return field + ": " + path + " holds no PEM certificate (-----BEGIN CERTIFICATE-----)";
+  }
+  if (X509_cmp_current_time(X509_get0_notAfter(first.get())) <= 0) {
+    return field + ": the certificate in " + path + " has expired";
   }
   return "";
 }
@@ -112,7 +116,7 @@ std::string CheckPemKeyPair(const std::string& cert_field, const std::string& ce
   return "";
 }
 
-std::string CheckGnmiTlsFiles(const southbound::gnmi::GnmiTls& tls, const std::string& prefix) {
+std::string CheckTlsClientFiles(const TlsClientConfig& tls, const std::string& prefix) {
   if (!tls.enabled) return "";
   if (!tls.ca_path.empty()) {
     if (std::string e = CheckPemCertificates(prefix + "ca_path", tls.ca_path); !e.empty()) {
@@ -130,4 +134,4 @@ std::string CheckGnmiTlsFiles(const southbound::gnmi::GnmiTls& tls, const std::s
   return "";
 }
 
-}  // namespace loom::telemetry
+}  // namespace loom

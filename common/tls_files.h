@@ -2,14 +2,14 @@
 // keys) for gNMI targets and the metrics port: readable, parseable, the key
 // matching the certificate. Errors name the field ("gnmi.tls.ca_path: ...").
 // Thread: any (pure functions over the files).
-#ifndef LOOM_TELEMETRY_GNMI_TLS_H_
-#define LOOM_TELEMETRY_GNMI_TLS_H_
+#ifndef LOOM_COMMON_TLS_FILES_H_
+#define LOOM_COMMON_TLS_FILES_H_
 
 #include <string>
 
-#include "southbound/gnmi/gnmi_tls.h"
+#include "common/tls_channel.h"
 
-namespace loom::telemetry {
+namespace loom {
 
 // "" when `path` holds at least one PEM certificate; else why not, prefixed
 // with `field` ("gnmi.tls.ca_path: cannot read /x: No such file or directory").
@@ -21,8 +21,8 @@ std::string CheckPemKeyPair(const std::string& cert_field, const std::string& ce
 
 // Every file `tls` names (fields prefixed `prefix`, e.g. "gnmi.tls."), and
 // the pairs: cert_path and key_path come together. "" when usable.
-std::string CheckGnmiTlsFiles(const southbound::gnmi::GnmiTls& tls, const std::string& prefix);
+std::string CheckTlsClientFiles(const TlsClientConfig& tls, const std::string& prefix);
 
-}  // namespace loom::telemetry
+}  // namespace loom
 
-#endif  // LOOM_TELEMETRY_GNMI_TLS_H_
+#endif  // LOOM_COMMON_TLS_FILES_H_

@@ -1,23 +1,22 @@
-// Channel credentials for a gNMI target: plaintext or TLS (server
+// Channel credentials for a gRPC target (gNMI targets): plaintext or TLS (server
 // verification against a CA file or gRPC's default roots, optional client
 // certificate for mutual TLS, optional server name override). Shared by the
-// telemetry collector and the gNMI Set drivers (header only: the drivers'
-// libraries link gRPC but not loom_telemetry). The PEM files are checked at
-// configuration time by telemetry::CheckGnmiTlsFiles (telemetry/gnmi_tls.h).
+// telemetry collector and the gNMI Set drivers (library loom_tls). The PEM files are checked at
+// configuration time by loom::CheckTlsClientFiles (common/tls_files.h).
 //
 // gRPC 1.51 choice: grpc::experimental::TlsCredentials with a
 // FileWatcherCertificateProvider, not grpc::SslCredentials. SslCredentials
 // takes the PEM text once, so a rotated certificate would need a new channel;
 // the Set drivers keep their channels for the life of loomd
 // (channel_keeper.h). The file watcher re-reads the CA, certificate and key
-// every kGnmiTlsRefreshSeconds and new handshakes use what it read (a file
+// every kTlsRefreshSeconds and new handshakes use what it read (a file
 // pair that does not parse keeps the previous one). The server name override
 // is the channel argument GRPC_SSL_TARGET_NAME_OVERRIDE_ARG, which gRPC 1.51's
 // TLS credentials honour (TlsCredentials::create_security_connector) as its
 // SSL credentials do.
 // Thread: any (pure functions).
-#ifndef LOOM_SOUTHBOUND_GNMI_GNMI_TLS_H_
-#define LOOM_SOUTHBOUND_GNMI_GNMI_TLS_H_
+#ifndef LOOM_COMMON_TLS_CHANNEL_H_
+#define LOOM_COMMON_TLS_CHANNEL_H_
 
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/tls_certificate_provider.h>
@@ -27,23 +26,23 @@
 #include <memory>
 #include <string>
 
-namespace loom::southbound::gnmi {
+namespace loom {
 
 // How often the certificate files are re-read (seconds).
-inline constexpr unsigned kGnmiTlsRefreshSeconds = 10;
+inline constexpr unsigned kTlsRefreshSeconds = 10;
 
-struct GnmiTls {
+struct TlsClientConfig {
   bool enabled = false;     // false = plaintext gRPC.
   std::string ca_path;      // PEM CA bundle; "" = gRPC's default roots.
   std::string cert_path;    // PEM client certificate (chain); "" = none.
   std::string key_path;     // PEM key of cert_path.
   std::string server_name;  // Name the server certificate must carry; "" = the address' host.
 
-  bool operator==(const GnmiTls& o) const {
+  bool operator==(const TlsClientConfig& o) const {
     return enabled == o.enabled && ca_path == o.ca_path && cert_path == o.cert_path &&
            key_path == o.key_path && server_name == o.server_name;
   }
-  bool operator!=(const GnmiTls& o) const { return !(*this == o); }
+  bool operator!=(const TlsClientConfig& o) const { return !(*this == o); }
 
   // "TLS (CA /etc/loom/ca.pem, client certificate, server name x)" or "plaintext".
   std::string Describe() const {
@@ -59,18 +58,18 @@ struct GnmiTls {
 // server name override to `args`. Files are not read here (the provider
 // reads them on its own thread); a file that cannot be read fails the
 // handshakes, which the callers report as connection errors.
-inline std::shared_ptr<grpc::ChannelCredentials> GnmiChannelCredentials(
-    const GnmiTls& tls, grpc::ChannelArguments* args) {
+inline std::shared_ptr<grpc::ChannelCredentials> TlsChannelCredentials(
+    const TlsClientConfig& tls, grpc::ChannelArguments* args) {
   if (!tls.enabled) return grpc::InsecureChannelCredentials();
   grpc::experimental::TlsChannelCredentialsOptions options;
   const bool identity = !tls.cert_path.empty() && !tls.key_path.empty();
   std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider;
   if (identity) {
     provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-        tls.key_path, tls.cert_path, tls.ca_path, kGnmiTlsRefreshSeconds);
+        tls.key_path, tls.cert_path, tls.ca_path, kTlsRefreshSeconds);
   } else if (!tls.ca_path.empty()) {
     provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-        tls.ca_path, kGnmiTlsRefreshSeconds);
+        tls.ca_path, kTlsRefreshSeconds);
   }
   if (provider) options.set_certificate_provider(provider);
   if (!tls.ca_path.empty()) options.watch_root_certs();  // else: gRPC's default roots
@@ -82,6 +81,6 @@ inline std::shared_ptr<grpc::ChannelCredentials> GnmiChannelCredentials(
   return grpc::experimental::TlsCredentials(options);
 }
 
-}  // namespace loom::southbound::gnmi
+}  // namespace loom
 
-#endif  // LOOM_SOUTHBOUND_GNMI_GNMI_TLS_H_
+#endif  // LOOM_COMMON_TLS_CHANNEL_H_
