@@ -16,10 +16,23 @@ The good devices' links carry live utilization over TLS; every bad one is
 down with a reason naming TLS (or UNAUTHENTICATED) and loomd keeps serving.
 Then loomd refuses to start on a bad PEM / missing file, naming the device and
 field, and loom-fabric refuses a bad certificate.
+
+gNMI Set over TLS (test_set_programming_over_tls): a second loomd programs
+fabric A with `set: {adapter: loom}` (the loom-schema GnmiDriver; fabric A's
+--personality targets stay plaintext, so the platform adapters cannot be
+exercised over TLS here) and fabricSettings thresholds on every switch:
+  leaf0   mTLS + credentials: in sync, applied thresholds = desired, and an
+          independent gNMI Get (Python, same mTLS + credentials) of fabric A's
+          OPERATIONAL view shows leaf0 runs them
+  leaf1   ca_path = the untrusted CA: not in sync, error names the handshake
+  spine0  wrong password: not in sync, lastError "wrong username or password"
+          (UNAUTHENTICATED: code 16 in the Set driver's log)
+loomd keeps running and a plaintext client is refused by fabric A.
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +42,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "pygnmi"))
 from loomd_harness import start_process, stop_processes  # noqa: E402
 from pki import make_pki  # noqa: E402
 
@@ -74,11 +88,11 @@ class GnmiTlsTest(unittest.TestCase):
         procs.append(p)
         return wait_file(ready, p)["gnmi_port"]
 
-    def loomd(self, procs, devices, name="loomd", expect_exit=False):
+    def loomd(self, procs, devices, name="loomd", expect_exit=False, extra_cfg=None):
         cfg = os.path.join(self.dir, name + ".cfg.json")
         with open(cfg, "w") as f:
-            json.dump({"topologyPath": ARGS.topology, "telemetryIntervalMs": 100,
-                       "devices": devices}, f)
+            json.dump(dict({"topologyPath": ARGS.topology, "telemetryIntervalMs": 100,
+                            "devices": devices}, **(extra_cfg or {})), f)
         log = os.path.join(self.dir, name + ".log")
         p = start_process([ARGS.loomd, "--config", cfg, "--db", os.path.join(self.dir, name + ".db"),
                            "--grpc-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
@@ -173,6 +187,112 @@ class GnmiTlsTest(unittest.TestCase):
             self.assertIsNone(loomd.poll(), "loomd exited")
             with open(os.path.join(self.dir, "fabric-a.log")) as f:
                 self.assertIn("wrong credentials", f.read())
+        finally:
+            stop_processes(self, procs)
+
+    def test_set_programming_over_tls(self):
+        import grpc
+        import gnmi_stubs
+        pb, pb_grpc = gnmi_stubs.load()
+        procs = []
+        try:
+            a = self.fabric(procs, "set-fabric", self.pki["server.pem"], self.pki["server.key"],
+                            ["--gnmi-tls-client-ca", self.pki["ca.pem"],
+                             "--gnmi-credentials", self.creds])
+            loom_set = {"adapter": "loom"}  # address: gnmi.address
+            spine0 = self.good_tls(a)
+            spine0["credentialsRef"] = "file:" + self.wrong_creds
+            devices = [
+                {"id": "leaf0", "gnmi": self.good_tls(a), "set": loom_set},
+                {"id": "leaf1", "gnmi": self.good_tls(a, caPath=self.pki["other-ca.pem"]),
+                 "set": loom_set},
+                {"id": "spine0", "gnmi": spine0, "set": loom_set}]
+            kmin = {"DEVICE_ROLE_LEAF": "40000", "DEVICE_ROLE_SPINE": "48000"}
+            settings = [{"role": role, "thresholds": [
+                {"priority": 3, "ecnKminBytes": k, "ecnKmaxBytes": "160000",
+                 "ecnPmaxPercent": 15}]} for role, k in kmin.items()]
+            loomd, _ = self.loomd(procs, devices, name="set-loomd",
+                                  extra_cfg={"fabricSettings": settings})
+            lr = wait_file(os.path.join(self.dir, "set-loomd.ready.json"), loomd)
+            ctl = [ARGS.loomctl, "--server", "127.0.0.1:%d" % lr["grpc_port"]]
+
+            def device(name):
+                out = subprocess.run(ctl + ["--json", "device", name], capture_output=True,
+                                     text=True, timeout=20)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                return json.loads(out.stdout)
+
+            def done(st):
+                return (st["leaf0"]["sync"].get("inSync") and
+                        st["leaf0"]["applied"].get("thresholds") and
+                        all(st[x]["sync"].get("lastError") for x in ("leaf1", "spine0")))
+
+            st, deadline = {}, time.monotonic() + 20
+            while time.monotonic() < deadline:
+                st = {n: device(n) for n in ("leaf0", "leaf1", "spine0")}
+                if done(st):
+                    break
+                time.sleep(0.2)
+            print(json.dumps({n: s["sync"] for n, s in st.items()}, indent=1))
+            good = st["leaf0"]
+            self.assertTrue(good["sync"].get("inSync"), good)
+            self.assertEqual(good["sync"]["driver"], "gnmi", good)
+            self.assertFalse(good["sync"].get("lastError"), good)
+            self.assertFalse(good["sync"].get("failures"), good)
+            self.assertTrue(good["desired"].get("thresholds"), good)
+            self.assertEqual(good["applied"]["thresholds"], good["desired"]["thresholds"])
+            self.assertEqual(good["applied"]["thresholds"][0]["ecnKminBytes"], "40000")
+            for x in ("leaf1", "spine0"):
+                self.assertFalse(st[x]["sync"].get("inSync"), st[x])
+                self.assertTrue(st[x]["desired"].get("thresholds"), st[x])
+                self.assertFalse(st[x]["applied"].get("thresholds"), st[x])
+            # The Set driver's lastError is the gRPC message without the code name or
+            # the TLS context the collector adds to telemetry errors: the handshake
+            # failure names TLS; the credentials refusal is the target's UNAUTHENTICATED
+            # message, whose code (16) shows in the Set driver's log (its read of the
+            # device before the Set, "gnmi get failed", is what is refused).
+            bad_ca = st["leaf1"]["sync"].get("lastError", "")
+            self.assertIn("Tls handshake failed", bad_ca)
+            self.assertIn("certificate verify failed", bad_ca)
+            self.assertIn("wrong username or password", st["spine0"]["sync"].get("lastError", ""))
+            with open(os.path.join(self.dir, "set-loomd.log")) as f:
+                refused = [line for line in f if re.search(
+                    r'msg="gnmi (get|set) failed" device=spine0 code=16 ', line)]
+            self.assertTrue(refused, "no UNAUTHENTICATED gnmi get/set for spine0 in loomd's log")
+            self.assertIsNone(loomd.poll(), "loomd exited")
+
+            # What fabric A runs, read by an independent client over the same mTLS
+            # with credentials; a plaintext client gets nothing.
+            def read(name):
+                with open(self.pki[name], "rb") as f:
+                    return f.read()
+            creds = grpc.ssl_channel_credentials(read("ca.pem"), read("client.key"),
+                                                 read("client.pem"))
+            chan = grpc.secure_channel("127.0.0.1:%d" % a, creds, options=[
+                ("grpc.ssl_target_name_override", "gnmi.loom.test")])
+            stub = pb_grpc.gNMIStub(chan)
+            meta = [("username", "loom"), ("password", "s3cret-gnmi")]
+
+            def operational(dev):
+                p = pb.Path()
+                p.elem.add(name="qos")
+                p.elem.add(name="thresholds")
+                resp = stub.Get(pb.GetRequest(prefix=pb.Path(origin="loom", target=dev), path=[p],
+                                              type=pb.GetRequest.OPERATIONAL,
+                                              encoding=pb.JSON_IETF), timeout=10, metadata=meta)
+                return " ".join(u.val.json_ietf_val.decode() for n in resp.notification
+                                for u in n.update)
+            leaf0_runs, spine0_runs = operational("leaf0"), operational("spine0")
+            print("leaf0 runs:", leaf0_runs[:300])
+            self.assertIn("40000", leaf0_runs)
+            self.assertNotIn("48000", spine0_runs)  # its Set never got through
+            chan.close()
+            plain = pb_grpc.gNMIStub(grpc.insecure_channel("127.0.0.1:%d" % a))
+            with self.assertRaises(grpc.RpcError):
+                plain.Get(pb.GetRequest(prefix=pb.Path(origin="loom", target="leaf0")),
+                          timeout=5, metadata=meta)
+            self.assertTrue(device("leaf0")["sync"].get("inSync"))
+            self.assertIsNone(loomd.poll(), "loomd exited")
         finally:
             stop_processes(self, procs)
 
