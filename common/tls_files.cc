@@ -82,12 +82,8 @@ std::string CheckPemCertificates(const std::string& field, const std::string& pa
   std::string pem, error;
   if (!ReadSmallFile(path, &pem, &error)) return field + ": " + error;
   int count = 0;
-  auto first = FirstCertificate(pem, &count);
-  if (!first) {
+  if (!FirstCertificate(pem, &count)) {
     return field + ": " + path + " holds no PEM certificate (-----BEGIN CERTIFICATE-----)";
-  }
-  if (X509_cmp_current_time(X509_get0_notAfter(first.get())) <= 0) {
-    return field + ": the certificate in " + path + " has expired";
   }
   return "";
 }
@@ -112,6 +108,21 @@ std::string CheckPemKeyPair(const std::string& cert_field, const std::string& ce
     ERR_clear_error();
     return key_field + ": the key in " + key_path + " does not match the certificate in " +
            cert_path + " (" + cert_field + ")";
+  }
+  return "";
+}
+
+std::string CheckCertificateCurrent(const std::string& field, const std::string& path) {
+  std::string pem, error;
+  if (!ReadSmallFile(path, &pem, &error)) return field + ": " + error;
+  int count = 0;
+  auto first = FirstCertificate(pem, &count);
+  if (!first) return field + ": " + path + " holds no PEM certificate";
+  if (X509_cmp_current_time(X509_get0_notAfter(first.get())) <= 0) {
+    return field + ": the certificate in " + path + " has expired";
+  }
+  if (X509_cmp_current_time(X509_get0_notBefore(first.get())) > 0) {
+    return field + ": the certificate in " + path + " is not valid yet";
   }
   return "";
 }

@@ -19,6 +19,11 @@ std::string CheckPemCertificates(const std::string& field, const std::string& pa
 std::string CheckPemKeyPair(const std::string& cert_field, const std::string& cert_path,
                             const std::string& key_field, const std::string& key_path);
 
+// "" when the first certificate of `path` is valid now (a certificate a server is
+// about to serve: loomd's own API). Not part of the checks above, which also serve
+// test targets that present expired certificates on purpose.
+std::string CheckCertificateCurrent(const std::string& field, const std::string& path);
+
 // Every file `tls` names (fields prefixed `prefix`, e.g. "gnmi.tls."), and
 // the pairs: cert_path and key_path come together. "" when usable.
 std::string CheckTlsClientFiles(const TlsClientConfig& tls, const std::string& prefix);

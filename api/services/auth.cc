@@ -626,6 +626,9 @@ Status CheckTlsFiles(const loom::v1::TlsConfig& tls) {
       !e.empty()) {
     return InvalidArgument(e);
   }
+  if (std::string e = loom::CheckCertificateCurrent("tls.cert_path", tls.cert_path()); !e.empty()) {
+    return InvalidArgument(e);
+  }
   const std::string& mode = tls.client_auth();
   if (!mode.empty() && mode != "require" && mode != "optional" && mode != "none") {
     return InvalidArgument("tls.client_auth: " + QuoteInput(mode) +
