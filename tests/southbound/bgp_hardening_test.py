@@ -10,7 +10,8 @@ gobgpd and FRR bgpd, in network namespaces on 198.18.0.0/15:
 Checks:
 - TCP MD5 (RFC 2385): the same password as gobgpd -> Established; a wrong
   one -> never Established, Loom counts connect failures and gobgpd's kernel
-  counts TCPMD5Failure; FRR with `neighbor X password` -> Established.
+  counts TCPMD5Failure; FRR with `neighbor X password` -> Established, and
+  with a wrong password -> never Established (FRR's kernel counts TCPMD5Failure).
 - The speaker's listener carries the key too: a client dialing it without
   the key gets no answer, with the key it connects.
 - GTSM (RFC 5082): FRR with ttl-security hops 1 on a direct link ->
@@ -32,8 +33,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -361,6 +360,16 @@ def main():
                     name="loom-frr")
         wait_for("Established with FRR (MD5 + GTSM)",
                  lambda: loom.state() == "Established" and frr_state() == "Established")
+        loom.quit()
+
+        log("step: FRR with a wrong password -> not Established, FRR's kernel counts it")
+        frr_failures_before = tcp_ext(lab.ns("frr"), "TCPMD5Failure")
+        loom = Loom(lab, args.tool, peer_spec(FRR, LOOM_FRR, md5="wrong-password", gtsm=1),
+                    name="loom-frr-wrong")
+        stays_down(loom, 4)
+        assert frr_state() != "Established"
+        assert loom.peer()["counters"]["connect_failures"] >= 2, loom.peer()
+        assert tcp_ext(lab.ns("frr"), "TCPMD5Failure") > frr_failures_before
         loom.quit()
 
         log("step: GTSM, FRR 2 hops away and ttl_security_hops 1 -> refused by Loom")
