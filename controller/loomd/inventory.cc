@@ -43,26 +43,36 @@ bool AppliesTo(const std::string& signal, v1::DeviceRole role) {
   return signal != "nic-roce";
 }
 
-bool ReadCredentials(const std::string& ref, std::string* user, std::string* password,
-                     std::string* error) {
-  std::string text;
+// The first line of a secret reference: "env:VAR" or "file:PATH" (a trailing CR
+// dropped). `bad_form` is the error for a reference of neither form.
+bool ReadSecretRef(const std::string& ref, const std::string& bad_form, std::string* text,
+                   std::string* error) {
   if (ref.rfind("env:", 0) == 0) {
     const char* v = std::getenv(ref.substr(4).c_str());
     if (v == nullptr) {
       *error = "environment variable " + ref.substr(4) + " is not set";
       return false;
     }
-    text = v;
+    *text = v;
+    *text = text->substr(0, text->find('\n'));
   } else if (ref.rfind("file:", 0) == 0) {
     std::ifstream in(ref.substr(5));
-    if (!in || !std::getline(in, text)) {
+    if (!in || !std::getline(in, *text)) {
       *error = "cannot read " + ref.substr(5);
       return false;
     }
   } else {
-    *error = "must be env:VAR or file:PATH";
+    *error = bad_form;
     return false;
   }
+  if (!text->empty() && text->back() == '\r') text->pop_back();
+  return true;
+}
+
+bool ReadCredentials(const std::string& ref, std::string* user, std::string* password,
+                     std::string* error) {
+  std::string text;
+  if (!ReadSecretRef(ref, "must be env:VAR or file:PATH", &text, error)) return false;
   const size_t colon = text.find(':');
   if (colon == std::string::npos || colon == 0) {
     *error = "the secret must be user:password";
@@ -77,25 +87,11 @@ bool ReadCredentials(const std::string& ref, std::string* user, std::string* pas
 // first line of either (a trailing CR is dropped).
 bool ReadBgpPassword(const std::string& ref, std::string* password, std::string* error) {
   std::string text;
-  if (ref.rfind("env:", 0) == 0) {
-    const char* v = std::getenv(ref.substr(4).c_str());
-    if (v == nullptr) {
-      *error = "environment variable " + ref.substr(4) + " is not set";
-      return false;
-    }
-    text = v;
-    text = text.substr(0, text.find('\n'));
-  } else if (ref.rfind("file:", 0) == 0) {
-    std::ifstream in(ref.substr(5));
-    if (!in || !std::getline(in, text)) {
-      *error = "cannot read " + ref.substr(5);
-      return false;
-    }
-  } else {
-    *error = "\"" + ref + "\" must be env:VAR or file:PATH (a reference, not the password)";
+  if (!ReadSecretRef(ref,
+                     "\"" + ref + "\" must be env:VAR or file:PATH (a reference, not the password)",
+                     &text, error)) {
     return false;
   }
-  if (!text.empty() && text.back() == '\r') text.pop_back();
   if (text.empty()) {
     *error = "the password is empty";
     return false;

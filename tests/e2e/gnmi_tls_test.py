@@ -43,24 +43,12 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "pygnmi"))
-from loomd_harness import start_process, stop_processes  # noqa: E402
+from loomd_harness import start_process, stop_processes, wait_file  # noqa: E402
 from pki import make_pki  # noqa: E402
 
 ARGS = None
 GOOD = ["leaf0", "spine0", "host002-nic0"]
 UNTRUSTED_LINK = "leaf1:Ethernet1--spine1:Ethernet1"
-
-
-def wait_file(path, proc, timeout=30):
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        if proc.poll() is not None:
-            raise RuntimeError("process exited early (%s)" % path)
-        if time.monotonic() > deadline:
-            raise RuntimeError("timed out waiting for " + path)
-        time.sleep(0.02)
-    with open(path) as f:
-        return json.load(f)
 
 
 class GnmiTlsTest(unittest.TestCase):

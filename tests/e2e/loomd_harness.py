@@ -18,6 +18,20 @@ def free_port():
     return port
 
 
+def wait_file(path, proc, timeout=30):
+    """The JSON a process writes to `path` once it is ready (RuntimeError when the
+    process exits first or the time is up)."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if proc.poll() is not None:
+            raise RuntimeError("process exited early (%s)" % path)
+        if time.monotonic() > deadline:
+            raise RuntimeError("timed out waiting for " + path)
+        time.sleep(0.02)
+    with open(path) as f:
+        return json.load(f)
+
+
 def generate_messages(proto_dir):
     """Generates Python message classes for the loom.v1 protos (protoc
     --python_out) and returns the loom.v1 package modules by short name."""

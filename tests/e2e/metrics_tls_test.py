@@ -29,23 +29,11 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from loomd_harness import free_port, start_process, stop_processes  # noqa: E402
+from loomd_harness import free_port, start_process, stop_processes, wait_file  # noqa: E402
 from pki import client_speaks_tls11, make_pki, tls_handshake  # noqa: E402
 
 ARGS = None
 PROMETHEUS = "/usr/bin/prometheus"
-
-
-def wait_file(path, proc, timeout=30):
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        if proc.poll() is not None:
-            raise RuntimeError("process exited early (%s)" % path)
-        if time.monotonic() > deadline:
-            raise RuntimeError("timed out waiting for " + path)
-        time.sleep(0.02)
-    with open(path) as f:
-        return json.load(f)
 
 
 class MetricsTlsTest(unittest.TestCase):
