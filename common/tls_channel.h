@@ -26,6 +26,9 @@
 #include <memory>
 #include <string>
 
+#include "common/status.h"
+#include "common/text.h"
+
 namespace loom {
 
 // How often the certificate files are re-read (seconds).
@@ -79,6 +82,31 @@ inline std::shared_ptr<grpc::ChannelCredentials> TlsChannelCredentials(
     args->SetSslTargetNameOverride(tls.server_name);
   }
   return grpc::experimental::TlsCredentials(options);
+}
+
+// A finished call's status for the drivers' errors. For the codes that are about
+// the connection or the caller (UNAVAILABLE, DEADLINE_EXCEEDED, UNAUTHENTICATED,
+// PERMISSION_DENIED) the code's name leads the message, and a failed connection
+// says how it was made ("[connection over TLS (CA ..., server name ...)]"), as the
+// telemetry collector's errors do; a device's own refusals keep its message.
+inline Status ChannelStatus(const grpc::Status& s, const TlsClientConfig& tls) {
+  if (s.ok()) return Status::Ok();
+  const auto code = static_cast<StatusCode>(s.error_code());
+  std::string m = s.error_message();
+  switch (code) {
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded:
+      m = std::string(StatusCodeName(static_cast<int>(code))) + ": " + m + " [connection over " +
+          tls.Describe() + "]";
+      break;
+    case StatusCode::kUnauthenticated:
+    case StatusCode::kPermissionDenied:
+      m = std::string(StatusCodeName(static_cast<int>(code))) + ": " + m;
+      break;
+    default:
+      break;
+  }
+  return Status(code, std::move(m));
 }
 
 }  // namespace loom

@@ -22,11 +22,6 @@ namespace {
 namespace v1 = loom::v1;
 using google::protobuf::FieldDescriptor;
 
-Status FromGrpc(const grpc::Status& s) {
-  if (s.ok()) return Status::Ok();
-  return Status(static_cast<StatusCode>(s.error_code()), s.error_message());
-}
-
 // The DeviceState field named like a part ("routes", "pfc_watchdog"), or
 // nullptr (device and generation are not parts).
 const FieldDescriptor* PartField(const std::string& part) {
@@ -550,8 +545,8 @@ void AdapterSetDriver::CallGetRaw(Device& d, const ::gnmi::GetRequest& request,
     return;
   }
   d.stub->async()->Get(&call->ctx, &call->req, &call->resp,
-                       [this, call, then = std::move(then)](grpc::Status gs) {
-                         Status s = FromGrpc(gs);
+                       [this, &d, call, then = std::move(then)](grpc::Status gs) {
+                         Status s = ChannelStatus(gs, d.config.tls);
                          bool posted = Post([call, then, s] { then(s, std::move(call->resp)); });
                          (void)posted;  // Not posted only after Stop(): nobody waits.
                          EndRpc(&call->ctx);
@@ -574,7 +569,7 @@ void AdapterSetDriver::CallSet(Device& d, ::gnmi::SetRequest request,
   }
   d.stub->async()->Set(&call->ctx, &call->req, &call->resp,
                        [this, &d, call, then = std::move(then)](grpc::Status gs) {
-                         Status s = FromGrpc(gs);
+                         Status s = ChannelStatus(gs, d.config.tls);
                          bool posted = Post([&d, then, s] {
                            if (!s.ok()) {
                              LOG_WARN("gnmi set failed")

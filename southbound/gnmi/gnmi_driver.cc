@@ -21,11 +21,6 @@ void AddCredentials(const GnmiDeviceConfig& dc, grpc::ClientContext* ctx) {
   ctx->AddMetadata("password", dc.password);
 }
 
-Status FromGrpc(const grpc::Status& s) {
-  if (s.ok()) return Status::Ok();
-  return Status(static_cast<StatusCode>(s.error_code()), s.error_message());
-}
-
 // Codes after which a Set may or may not have been applied.
 bool OutcomeUnknown(StatusCode c) {
   return c == StatusCode::kUnavailable || c == StatusCode::kDeadlineExceeded ||
@@ -383,7 +378,7 @@ void GnmiDriver::CallGet(Device& d, PartMask parts,
   d.gets++;
   d.stub->async()->Get(&call->ctx, &call->req, &call->resp,
                        [this, &d, parts, call, then = std::move(then)](grpc::Status gs) {
-                         Status s = FromGrpc(gs);
+                         Status s = ChannelStatus(gs, d.config.tls);
                          bool posted = Post([this, &d, parts, call, then, s] {
                            Status st = s;
                            v1::DeviceState state;
@@ -436,7 +431,7 @@ void GnmiDriver::CallSet(Device& d, ::gnmi::SetRequest request, std::function<vo
   d.sets++;
   d.stub->async()->Set(&call->ctx, &call->req, &call->resp,
                        [this, &d, call, then = std::move(then)](grpc::Status gs) {
-                         Status s = FromGrpc(gs);
+                         Status s = ChannelStatus(gs, d.config.tls);
                          Post([this, &d, then, s] {
                            if (!s.ok()) {
                              d.set_failures++;

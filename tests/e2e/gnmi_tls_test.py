@@ -25,7 +25,7 @@ exercised over TLS here) and fabricSettings thresholds on every switch:
           independent gNMI Get (Python, same mTLS + credentials) of fabric A's
           OPERATIONAL view shows leaf0 runs them
   leaf1   ca_path = the untrusted CA: not in sync, error names the handshake
-  spine0  wrong password: not in sync, lastError "wrong username or password"
+  spine0  wrong password: not in sync, lastError "UNAUTHENTICATED: wrong username or password"
           (UNAUTHENTICATED: code 16 in the Set driver's log)
 loomd keeps running and a plaintext client is refused by fabric A.
 """
@@ -234,15 +234,18 @@ class GnmiTlsTest(unittest.TestCase):
                 self.assertFalse(st[x]["sync"].get("inSync"), st[x])
                 self.assertTrue(st[x]["desired"].get("thresholds"), st[x])
                 self.assertFalse(st[x]["applied"].get("thresholds"), st[x])
-            # The Set driver's lastError is the gRPC message without the code name or
-            # the TLS context the collector adds to telemetry errors: the handshake
-            # failure names TLS; the credentials refusal is the target's UNAUTHENTICATED
-            # message, whose code (16) shows in the Set driver's log (its read of the
-            # device before the Set, "gnmi get failed", is what is refused).
+            # The Set driver's lastError names the code and, for a failed connection,
+            # how it was made (as the collector's telemetry errors do): the handshake
+            # failure names TLS and the CA; the credentials refusal is the target's
+            # UNAUTHENTICATED (its code, 16, also in the Set driver's log: its read of
+            # the device before the Set, "gnmi get failed", is what is refused).
             bad_ca = st["leaf1"]["sync"].get("lastError", "")
             self.assertIn("Tls handshake failed", bad_ca)
             self.assertIn("certificate verify failed", bad_ca)
-            self.assertIn("wrong username or password", st["spine0"]["sync"].get("lastError", ""))
+            self.assertIn("UNAVAILABLE", bad_ca)
+            self.assertIn("[connection over TLS (CA ", bad_ca)
+            bad_pw = st["spine0"]["sync"].get("lastError", "")
+            self.assertIn("UNAUTHENTICATED: wrong username or password", bad_pw)
             with open(os.path.join(self.dir, "set-loomd.log")) as f:
                 refused = [line for line in f if re.search(
                     r'msg="gnmi (get|set) failed" device=spine0 code=16 ', line)]
