@@ -898,10 +898,12 @@ int main(int argc, char** argv) {
     link_telemetry.SetOnOperChange(nullptr);
   };
 
+  // Authentication, authorization and audit (docs/security.md). The metrics are
+  // declared first: the audit log's writer thread (held by the services' guard)
+  // counts into them until it stops.
+  loom::api::AuthMetrics auth_metrics(*registry);
   loom::api::ServiceOptions sopts;
   sopts.watch_buffer_bytes = size_t{config.watch_buffer_kib()} << 10;
-  // Authentication, authorization and audit (docs/security.md).
-  loom::api::AuthMetrics auth_metrics(*registry);
   std::shared_ptr<loom::api::AuditLog> audit;
   if (loom::Status s =
           loom::api::AuditLog::Open(config.auth().audit_log_path(), &auth_metrics, &audit);
