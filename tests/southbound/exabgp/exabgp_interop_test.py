@@ -478,6 +478,12 @@ def main():
             assert c["notifications_sent"] == {str(code): i}, (name, c)
             assert c["flaps"] == i, (name, c)
             assert "10.70.0.0/24" not in loom.rib(), name
+            # exabgp must see the new session up too before the next case's announce: an
+            # announce it takes while its side is still coming up is never sent (seen once
+            # under a loaded ctest -j2).
+            wait_for(f"{name}: exabgp sees the session up again", lambda: [
+                e for e in exa.events_since(m, "state")
+                if e.get("neighbor", {}).get("state") == "up"], timeout=15)
             ok(f"{name} -> NOTIFICATION {code}/{subcode} (seen by exabgp), session re-established")
         # eBGP without graceful restart: every route of the old session is gone;
         # the iBGP session was untouched.
