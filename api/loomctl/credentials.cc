@@ -1,12 +1,12 @@
 #include "api/loomctl/credentials.h"
 
-#include <arpa/inet.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+
+#include "common/file.h"
+#include "common/net.h"
 
 namespace loom::loomctl {
 
@@ -17,13 +17,10 @@ std::string Env(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
+// A client file (config, PEM, token): at most 1 MiB.
 bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  *out = s.str();
-  return true;
+  std::string error;
+  return loom::ReadFileCapped(path, size_t{1} << 20, "file", out, &error);
 }
 
 std::string Trim(std::string s) {
@@ -33,14 +30,9 @@ std::string Trim(std::string s) {
   return s.substr(i);
 }
 
+// The host of "host:port" ("[v6]:port") is a loopback address.
 bool IsLoopback(const std::string& server) {
-  std::string host = server.substr(0, server.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  if (host == "localhost") return true;
-  in_addr v4;
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6;
-  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+  return loom::IsLoopbackHost(server.substr(0, server.rfind(':')));
 }
 
 // Fills what is still empty in `out` from the config file's context.

@@ -195,9 +195,6 @@ class ApiGuard {
 // certificate); error names the field.
 Status CheckTlsFiles(const loom::v1::TlsConfig& tls);
 
-// True for 127.0.0.0/8, ::1 and "localhost".
-bool IsLoopbackHost(const std::string& host);
-
 }  // namespace loom::api
 
 #endif  // LOOM_API_SERVICES_AUTH_H_

@@ -583,14 +583,20 @@ void FabricServiceImpl::DoListDevices(v1::ListDevicesRequest req,
   reply(grpc::Status::OK, options_.list_devices(req.device()));
 }
 
+// A change plan answered as the response `Resp` (its `plan` field).
+template <typename Resp>
+Controller::Done<v1::ChangePlan> PlanAnswer(Done<Resp> done) {
+  return [done = std::move(done)](Status s, v1::ChangePlan plan) {
+    Resp out;
+    *out.mutable_plan() = std::move(plan);
+    done(s, std::move(out));
+  };
+}
+
 void FabricServiceImpl::DoGetChangePlan(v1::GetChangePlanRequest req,
                                         Reply<v1::GetChangePlanResponse> reply, const Caller&) {
   Unary(std::move(req), reply, [this](auto, Done<v1::GetChangePlanResponse> done) {
-    controller_.GetChangePlan([done = std::move(done)](Status s, v1::ChangePlan plan) {
-      v1::GetChangePlanResponse r;
-      *r.mutable_plan() = std::move(plan);
-      done(s, std::move(r));
-    });
+    controller_.GetChangePlan(PlanAnswer(std::move(done)));
   });
 }
 
@@ -598,14 +604,7 @@ void FabricServiceImpl::DoApplyChangePlan(v1::ApplyChangePlanRequest req,
                                           Reply<v1::ApplyChangePlanResponse> reply,
                                           const Caller& caller) {
   Unary(std::move(req), reply, [this, caller](auto r, Done<v1::ApplyChangePlanResponse> done) {
-    controller_.ApplyChangePlan(
-        r.revision(),
-        [done = std::move(done)](Status s, v1::ChangePlan plan) {
-          v1::ApplyChangePlanResponse out;
-          *out.mutable_plan() = std::move(plan);
-          done(s, std::move(out));
-        },
-        caller);
+    controller_.ApplyChangePlan(r.revision(), PlanAnswer(std::move(done)), caller);
   });
 }
 
@@ -614,14 +613,7 @@ void FabricServiceImpl::DoClearChangeQuarantine(v1::ClearChangeQuarantineRequest
                                                 const Caller& caller) {
   Unary(std::move(req), reply,
         [this, caller](auto r, Done<v1::ClearChangeQuarantineResponse> done) {
-          controller_.ClearChangeQuarantine(
-              r.revision(),
-              [done = std::move(done)](Status s, v1::ChangePlan plan) {
-                v1::ClearChangeQuarantineResponse out;
-                *out.mutable_plan() = std::move(plan);
-                done(s, std::move(out));
-              },
-              caller);
+          controller_.ClearChangeQuarantine(r.revision(), PlanAnswer(std::move(done)), caller);
         });
 }
 

@@ -15,6 +15,7 @@
 #include "common/file.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/text.h"
 
 namespace loom::loomd {
@@ -316,7 +317,7 @@ ConfigResult LoadConfig(int argc, char** argv, loom::v1::LoomdConfig* config, st
       return ConfigResult::kError;
     }
   }
-  if (SplitHostPort(config->grpc_listen(), &host, &port) && !loom::api::IsLoopbackHost(host) &&
+  if (SplitHostPort(config->grpc_listen(), &host, &port) && !loom::IsLoopbackHost(host) &&
       !config->insecure()) {
     if (config->tls().cert_path().empty()) {
       *error = "grpc_listen: " + config->grpc_listen() +

@@ -39,6 +39,7 @@
 #include "common/clock.h"
 #include "common/file.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "controller/core/controller.h"
 #include "controller/loomd/config.h"
 #include "controller/loomd/inventory.h"
@@ -934,7 +935,7 @@ int main(int argc, char** argv) {
     std::string host;
     int port = 0;
     if (loom::loomd::SplitHostPort(config.grpc_listen(), &host, &port) &&
-        !loom::api::IsLoopbackHost(host) && config.tls().cert_path().empty()) {
+        !loom::IsLoopbackHost(host) && config.tls().cert_path().empty()) {
       LOG_WARN(
           "serving the gRPC API in plaintext on a non-loopback address (--insecure): "
           "anyone on the network can read and forge its calls")

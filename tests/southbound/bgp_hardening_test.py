@@ -41,6 +41,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e", "frr_fabric"))
 import fabric  # noqa: E402  (run, cleanup_stale, _teardown, STATE_DIR)
+sys.path.insert(0, HERE)
+from peer_util import wait_for  # noqa: E402
 
 LOOM_AS = 65000
 PEER_AS = 65001
@@ -54,20 +56,6 @@ LOOM_RTR, RTR_LOOM, RTR_FAR, FAR = "198.18.251.0", "198.18.251.1", "198.18.251.2
 
 def log(msg):
     print(msg, flush=True)
-
-
-def wait_for(what, pred, timeout=15.0):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = pred()
-            if last:
-                return last
-        except Exception as e:  # noqa: BLE001 - retried until the deadline
-            last = e
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what} (last: {last})")
 
 
 def tcp_ext(ns, name):

@@ -31,7 +31,9 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_util import wait_for  # noqa: E402
 
 LOOM_AS = 65000
 GOBGP_AS = 65001
@@ -41,20 +43,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_for(what, pred, timeout=20.0):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = pred()
-            if last:
-                return last
-        except Exception as e:  # noqa: BLE001 - retried until the deadline
-            last = e
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what} (last: {last})")
 
 
 class Gobgp:
